@@ -196,12 +196,15 @@ def test_every_registered_format_plans_a_model() -> None:
 # --- parallelism -------------------------------------------------------------------------------------
 
 
-def test_zero3_divides_weights_by_data_parallel_ranks_plus_two_gathered_layers() -> None:
+def test_zero3_divides_weights_by_data_parallel_ranks_plus_the_largest_two_gathered_units() -> None:
+    """Llama-3.1-8B's embedding (128,256 x 4,096 = 525M values) is a unit of its own (torchtitan apply_fsdp), larger
+    than a layer (218M): the largest two gathered together are the embedding and the first layer."""
     model = load_model("llama-3.1-8b")
     result = plan(model, Workload(task="train", seq_tokens=2048), layout=Layout(gpus=8, fsdp=True))
     parts = model_weight_parts(model, get_format("bf16"))
     gather = result.breakdown["gather_buffer_bytes"]
-    assert gather == pytest.approx(2 * parts.largest_layer, abs=1)
+    assert parts.embed == 2 * 128_256 * 4_096 and parts.embed > parts.largest_layer
+    assert gather == pytest.approx(parts.embed + parts.largest_layer, abs=1)
     assert result.per_gpu.weights_bytes - gather == pytest.approx(2 * model.params_total / 8, abs=8)
 
 

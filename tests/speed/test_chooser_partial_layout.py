@@ -43,13 +43,14 @@ def test_the_given_dimensions_are_held_while_the_rest_is_searched() -> None:
 
 def test_plain_data_parallelism_is_asked_with_dp_over_all_the_gpus() -> None:
     """README's "What does FSDP change?": ``--dp 8 --zero 0`` is plain DDP (136.96 GiB on an H100, DOES NOT FIT) and
-    ``--dp 8 --fsdp`` fits (59.30 GiB); ``--zero 0`` alone now splits the model instead and fits, unsharded."""
+    ``--dp 8 --fsdp`` fits (59.90 GiB: 59.30 before stop59 fsdpunits counted the embedding unit in the gather
+    buffer); ``--zero 0`` alone now splits the model instead and fits, unsharded."""
     model = load_model("llama-3.1-8b")
     ddp = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=8, dp=8, zero=0))
     assert (ddp.layout.tp, ddp.layout.pp, ddp.layout.dp, ddp.fits) == (1, 1, 8, False)
     assert f"{ddp.per_gpu.total_bytes / 2**30:.2f}" == "136.96"
     fsdp = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=8, dp=8, fsdp=True))
-    assert fsdp.fits and f"{fsdp.per_gpu.total_bytes / 2**30:.2f}" == "59.30"
+    assert fsdp.fits and f"{fsdp.per_gpu.total_bytes / 2**30:.2f}" == "59.90"
     zero0 = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=8, zero=0))
     assert zero0.fits and zero0.layout.zero == 0 and zero0.layout.tp * zero0.layout.pp > 1
 

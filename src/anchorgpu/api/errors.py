@@ -104,7 +104,7 @@ def problem_from_error(exc: AnchorError, *, fields: frozenset[str] = frozenset()
 
 def _field_errors(exc: RequestValidationError, fields: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """Each failed field and why; a body field the request does not have names the one it may have meant
-    (:func:`~anchorgpu.api.words.field_hint`: ``train_tokens`` on ``/v1/plan`` is its ``tokens``)."""
+    (:func:`~anchorgpu.api.words.field_hint`: ``offload_activations`` is ``offload_activation_layers``)."""
     out = []
     for err in exc.errors():
         loc = [str(part) for part in err.get("loc", ())]

@@ -201,7 +201,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         weights=comma_list(request.weights, flag="weights"),
         kv_caches=(request.kv_cache,) if request.kv_cache else (),
         concurrencies=(request.concurrency,) if request.concurrency else (),
-        prompt_tokens=request.prompt, output_tokens=request.output_tokens, train_tokens=request.train_tokens,
+        prompt_tokens=request.prompt, output_tokens=request.output_tokens, train_tokens=request.tokens,
         global_batch_tokens=request.global_batch, efficiencies=Overrides(mfu=request.mfu, mbu=request.mbu),
     )
     result = recommend(model, spec, catalog, request.term, now, max_usd=request.max_usd,

@@ -9,12 +9,12 @@ from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
 from anchorgpu.errors import InvalidInput
 from anchorgpu.validation import MONEY, MONEY_TEXT_PATTERN, usd_amount
 
-__all__ = ["TEXT_PATTERN", "Money", "Problem", "StrictChoice", "WholeTokens", "problems"]
+__all__ = ["TEXT_PATTERN", "TOKENS_ALIAS", "Money", "Problem", "StrictChoice", "WholeTokens", "one_spelling", "problems"]
 
 
 class _Schema(BaseModel):
@@ -68,6 +68,48 @@ a JSON number that is an exact integer is that integer (JSON has one number type
 which the OpenAPI document gives these fields, is "any number with a zero fractional part", so ``1e10`` is one),
 as ``--tokens 1e10`` and the page's form take it (``2.5e9`` too); a fraction (``1000.5``) is refused in one line
 that says how to write the count. The other integer fields stay strict (``"context": 1000.0`` is refused: no one writes a context that way)."""
+
+
+TOKENS_ALIAS = "train_tokens"
+"""The second spelling of the training tokens (the CLI's ``--tokens``): ``/v1/plan`` named the field ``tokens`` and
+``/v1/recommend`` ``train_tokens``; both routes now take ``tokens`` and accept ``train_tokens`` as its alias."""
+
+
+def _shown(value: Any) -> str:
+    """A value as a refusal quotes it: a whole JSON number as the count it is (``5e6``: 5,000,000), else as sent.
+
+    >>> _shown(5e6), _shown(6_000_000), _shown(2.5), _shown("1e9")
+    ('5,000,000', '6,000,000', '2.5', "'1e9'")
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value == int(value):
+        return f"{int(value):,}"
+    return repr(value)
+
+
+def one_spelling(data: Any, name: str, alias: str) -> Any:
+    """A request body with the field ``name`` given once: ``alias`` (its other accepted spelling) alone is kept for
+    the field's ``validation_alias`` to read; both with one value are that value; both with different values are a
+    422 naming the field, never a silent pick of either.
+
+    >>> one_spelling({"tokens": 5, "train_tokens": 5}, "tokens", "train_tokens"), one_spelling({"train_tokens": 5}, "tokens", "train_tokens")
+    ({'tokens': 5}, {'train_tokens': 5})
+    >>> one_spelling({"tokens": 5, "train_tokens": 6}, "tokens", "train_tokens")
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for request
+    tokens
+      'tokens' 5 and its alias 'train_tokens' 6 are the same field given twice with different values: send one [type=alias_conflict, input_value=5, input_type=int]
+    """
+    if not (isinstance(data, dict) and name in data and alias in data):
+        return data
+    if data[name] != data[alias]:
+        reason = PydanticCustomError(
+            "alias_conflict", "'{name}' {value} and its alias '{alias}' {other} are the same field given twice with "
+            "different values: send one", {"name": name, "alias": alias, "value": _shown(data[name]),
+                                           "other": _shown(data[alias])})
+        raise ValidationError.from_exception_data("request", [InitErrorDetails(type=reason, loc=(name,),
+                                                                                input=data[name])])
+    return {key: value for key, value in data.items() if key != alias}
 
 
 def Money(field: str) -> Any:  # noqa: N802  (a type, as pydantic's constrained types are spelt)

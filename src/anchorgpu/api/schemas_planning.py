@@ -6,9 +6,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, JsonValue
+from pydantic import AliasChoices, ConfigDict, Field, JsonValue, model_validator
 
-from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, WholeTokens, _Request, _Schema
+from anchorgpu.api.schemas_base import (
+    TEXT_PATTERN,
+    TOKENS_ALIAS,
+    Money,
+    StrictChoice,
+    WholeTokens,
+    _Request,
+    _Schema,
+    one_spelling,
+)
 from anchorgpu.planner.media import MAX_IMAGES_PER_REQUEST
 from anchorgpu.planner.speed.overrides import MIN_EFFICIENCY
 from anchorgpu.planner.workload_checks import MAX_NETWORK_GBIT_PER_S_PER_GPU
@@ -69,6 +78,18 @@ PERFORMANCE_KEYS: dict[str, JsonValue] = {
     "warnings": {"description": "[{code, message}] about the speed"},
 }
 """The documented keys of a plan's ``performance`` section (descriptions only: its values are the estimator's)."""
+
+
+_TOKENS_NOTE = (f"the CLI's --tokens; also accepted as '{TOKENS_ALIAS}', the name /v1/recommend first gave it; "
+                "both given with different values is a 422. Whole optimizer steps: the last is a whole global batch")
+TrainTokens = Annotated[int | None, WholeTokens]
+
+
+def _tokens_field(description: str) -> Any:
+    """The training tokens, named ``tokens`` on both planning routes (the CLI's ``--tokens``), ``train_tokens``
+    accepted (:func:`~anchorgpu.api.schemas_base.one_spelling` refuses both with different values)."""
+    return Field(default=None, ge=LIMITS["tokens"].low, le=LIMITS["tokens"].high,
+                 validation_alias=AliasChoices("tokens", TOKENS_ALIAS), description=f"{description} ({_TOKENS_NOTE})")
 
 
 class PlanRequest(_Request):
@@ -134,12 +155,17 @@ class PlanRequest(_Request):
     max_num_seqs: int | None = Field(default=None, ge=LIMITS["max_num_seqs"].low, le=LIMITS["max_num_seqs"].high, description="Inference only: the serving engine's sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a replica runs at most this many at once")
     prompt: int | None = Field(default=None, ge=LIMITS["prompt"].low, le=LIMITS["prompt"].high, description="Inference only: prompt tokens per request; without 'context' each sequence is sized at prompt + output")
     output_tokens: int | None = Field(default=None, ge=LIMITS["output_tokens"].low, le=LIMITS["output_tokens"].high, description="Inference only: output tokens per request")
-    tokens: Annotated[int | None, WholeTokens] = Field(default=None, ge=LIMITS["tokens"].low, le=LIMITS["tokens"].high, description="Training only (performance): training tokens, for the training time")
+    tokens: TrainTokens = _tokens_field("Training only (performance): training tokens, for the training time and GPU-hours")
     mfu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1)")
     mbu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1)")
     network_gbit_per_gpu: float | None = Field(default=None, allow_inf_nan=False, gt=0, le=MAX_NETWORK_GBIT_PER_S_PER_GPU, description="Training only (performance): server-to-server bandwidth each GPU has, Gb/s one direction, that a layout spanning servers is timed at (default: the calibration's 400; the answer's workload.network_gbit_per_s_per_gpu is null then, and performance.network_gbit_per_s_per_gpu gives the figure used where the layout spans servers)")
     cuda_context_mib: int | None = Field(default=None, ge=0, le=65_536, description="Override the CUDA/ROCm context size, MiB")
     fragmentation: float | None = Field(default=None, allow_inf_nan=False, ge=0, le=0.5, description="Override the allocator fragmentation margin (0-0.5)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tokens_once(cls, data: Any) -> Any:
+        return one_spelling(data, "tokens", TOKENS_ALIAS)
 
 
 def _document_recipe(schema: dict[str, Any]) -> None:
@@ -209,7 +235,7 @@ class RecommendRequest(_Request):
     recompute: Literal["none", "selective", "moe", "full"] | None = Field(default=None, description="Training only: activation recomputation (default: the least that fits each offering, none, then selective, then full; moe: a mixture of experts' MoE blocks)")
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"] | None = Field(default=None, description="Training only: the optimizer whose state is kept (default adamw)")
     lora_rank: int | None = Field(default=None, ge=LIMITS["lora_rank"].low, le=LIMITS["lora_rank"].high, description="Task lora or qlora only: LoRA rank r (default 16)")
-    train_tokens: Annotated[int | None, WholeTokens] = Field(default=None, ge=LIMITS["train_tokens"].low, le=LIMITS["train_tokens"].high, description="Training only: tokens to train on (gives run time and run cost)")
+    tokens: TrainTokens = _tokens_field("Training only: tokens to train on, for the run's time and price")
     train_precision: Literal["mixed", "bf16-true", "fp8", "fp4"] | None = Field(default=None, description="Training only: 'mixed' (the default) keeps fp32 master weights and moments; 'bf16-true' keeps neither; 'fp8'/'fp4' compute the products in FP8/FP4 (Transformer Engine style): offerings whose GPU lacks those tensor cores are rejected")
     optimizer_state: Literal["fp32", "bf16-moments", "bf16"] | None = Field(default=None, description="Full training only: AdamW's master weights and moments under mixed/fp8/fp4 precision: 'fp32' (the default, 12 bytes a parameter), 'bf16-moments' (fp32 master, bf16 moments, 8) or 'bf16' (bf16 master and moments, 6)")
     cross_entropy: Literal["unfused", "native", "te", "eager"] | None = Field(default=None, description="Full training only: the loss, for its memory: 'unfused' (Megatron-Core's default, 6 bytes a logit), 'native' (its fused loss, 6), 'te' (Transformer Engine's fused kernel, 2) or 'eager' (PyTorch's fp32 cross_entropy, 12); default unfused with train_stack megatron, eager with pytorch")
@@ -222,7 +248,7 @@ class RecommendRequest(_Request):
     vae_tiling: bool = Field(default=False, description="Diffusion pipeline: decode the VAE in tiles")
     max_usd: Money("max_usd") | None = Field(  # type: ignore[valid-type]
         default=None, strict=False,
-        description="At most this, USD: a training run's price (run_usd) where train_tokens is given, else the total for the term (a JSON number or a plain decimal string such as \"20000.50\")")
+        description="At most this, USD: a training run's price (run_usd) where tokens is given, else the total for the term (a JSON number or a plain decimal string such as \"20000.50\")")
     min_tokens_per_s_per_user: float | None = Field(default=None, gt=LIMITS["min_tokens_per_s_per_user"].low, le=LIMITS["min_tokens_per_s_per_user"].high, allow_inf_nan=False, description="Inference only: keep configurations whose predicted decode tokens/s per user (the calibrated figure, not its ceiling) at their concurrency is at least this (20: a token every 50 ms); each offering keeps the fastest layout that meets it. The response's limits says how many offerings it turned away")
     max_ttft_s: float | None = Field(default=None, gt=LIMITS["max_ttft_s"].low, le=LIMITS["max_ttft_s"].high, allow_inf_nan=False, description="Inference only: keep configurations whose predicted time to the first token (ttft_s) at their concurrency is at most this many seconds")
     gpu_memory_utilization: float | None = Field(default=None, allow_inf_nan=False, gt=0, le=1, description="Inference only: fraction of GPU memory the serving engine may use (vLLM; default 0.9); with engine trtllm the fraction of the memory free after the weights and profiling that the KV cache takes; with engine sglang its mem_fraction_static (default: SGLang's own for the GPU and layout)")
@@ -231,6 +257,11 @@ class RecommendRequest(_Request):
     mbu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1; default: the calibrated efficiencies)")
     top: int = Field(default=10, ge=LIMITS["top"].low, le=LIMITS["top"].high, description="How many results")
     max_servers: int = Field(default=4, ge=1, le=16, description="Most servers of one offering to consider")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tokens_once(cls, data: Any) -> Any:
+        return one_spelling(data, "tokens", TOKENS_ALIAS)
 
 
 class RecommendOut(_Schema):

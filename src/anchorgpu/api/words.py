@@ -36,9 +36,10 @@ _SPANS = re.compile(
     rf"|(?<![\w`-])(?P<command>plan|recommend)(?P<args>(?: --{_FLAG_NAME}(?![\w-])(?: (?!--)[^\s,;:()`]+)?)+)"
     rf"|(?<![\w-])--(?P<flag>{_FLAG_NAME})(?![\w-])"
 )
-_RENAMED_FLAGS = {"offload-activations": "offload_activation_layers", "tokens": "train_tokens"}
-"""CLI flags whose API field has another name (``plan --offload-activations``; ``recommend --tokens``). Used only
-where the request has that field and no field named as the flag (``plan``'s ``tokens`` is ``--tokens``)."""
+_RENAMED_FLAGS = {"offload-activations": "offload_activation_layers"}
+"""CLI flags whose API field has another name (``plan --offload-activations``). Used only where the request has
+that field and no field named as the flag. (``--tokens`` is ``tokens`` on both planning routes, which also accept
+``train_tokens``: ``schemas_base.TOKENS_ALIAS``.)"""
 
 
 API_COMMANDS = {"plan": "POST /v1/plan", "recommend": "POST /v1/recommend"}
@@ -77,14 +78,11 @@ def request_fields(request: Request) -> frozenset[str]:
 
 def field_hint(name: str, fields: frozenset[str]) -> str:
     """What a refusal of the unknown body field ``name`` adds: the field of ``fields`` meant, where one is plain.
-    The one quantity the two planning routes name apart (``_RENAMED_FLAGS``: the tokens to train on are ``plan``'s
-    ``tokens`` and ``recommend``'s ``train_tokens``, both the CLI's ``--tokens``) is named the other route's way;
-    else the fields spelled closest (``difflib``, a ratio of 0.8 or more: ``gpuz`` → ``gpu``); else nothing.
+    A CLI flag whose field has another name (``_RENAMED_FLAGS``) is named the field's way; else the fields spelled
+    closest (``difflib``, a ratio of 0.8 or more: ``gpuz`` → ``gpu``); else nothing.
 
-    >>> field_hint("train_tokens", frozenset({"tokens", "seq"}))
-    "; this route names it 'tokens'"
-    >>> field_hint("tokens", frozenset({"train_tokens", "output_tokens"}))
-    "; this route names it 'train_tokens'"
+    >>> field_hint("offload_activations", frozenset({"offload_activation_layers", "seq"}))
+    "; this route names it 'offload_activation_layers'"
     >>> field_hint("gpuz", frozenset({"gpu", "gpus", "seq"})), field_hint("colour", frozenset({"gpu"}))
     ("; did you mean 'gpu'?", '')
     """

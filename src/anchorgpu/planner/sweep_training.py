@@ -184,6 +184,16 @@ class _Search:
         # micro-batch per rank, as plan() times an explicit layout
         return True if self.stated is None else self.stated % (dp * micro * self.seq) == 0
 
+    def trained_tokens(self, train_tokens: int, dp: npt.NDArray[np.int64],
+                       micro: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The tokens a run of ``train_tokens`` trains in whole optimizer steps at each layout's step (its global
+        batch timed, speed.pipeline.timed_batch_tokens, in whole micro-batches: the training step's
+        ``tokens_per_step``), as plan's estimate times the run (planner.run_steps)."""
+        per_micro = dp * micro * self.seq
+        batch = self.stated if self.stated is not None else np.maximum(self.steps.default_tokens, per_micro)
+        step = -(-batch // per_micro) * per_micro
+        return -(-train_tokens // step) * step
+
     def memories(self, weights: str, shape: HardwareShape, base: TrainLayout, runs: bool) -> _Memories:
         w, gpu = self.w, shape.gpu
         sized = replace(w, global_batch_tokens=self.stated) if self.stated is not None and runs else w
@@ -310,7 +320,8 @@ def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
             progress(i * n_w, n_l * n_w)
     budget_l = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)[lay.shape]
     shape2 = (n_l, n_w)
-    time_s = spec.train_tokens / tps if spec.train_tokens else np.full(shape2, np.nan)
+    time_s = (search.trained_tokens(spec.train_tokens, lay.dp[:, None], micro_lw) / tps if spec.train_tokens
+              else np.full(shape2, np.nan))
     nan2 = np.full(shape2, np.nan)
     return {
         "weights_bytes": weights_lw, "kv_cache_bytes": np.zeros(shape2), "activations_bytes": act_lw,

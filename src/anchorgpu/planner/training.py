@@ -23,7 +23,7 @@ from anchorgpu.planner.deepspeed_zero import (
 )
 from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
-from anchorgpu.planner.formats import WeightFormat
+from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.global_batch import check_split
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies
@@ -44,6 +44,7 @@ from anchorgpu.planner.training_pipeline import (
     FSDP_PIPELINE_LINE,
     check_interleaving,
     fsdp_pipeline_held_bytes,
+    fsdp_units_line,
     interleaved_activation_bytes,
     interleaved_activation_line,
     pipeline_layout_line,
@@ -168,6 +169,12 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         weights += held["gathered_stage_weights_bytes"]
         grads += held["accumulated_gradients_bytes"]
         assumptions.append(FSDP_PIPELINE_LINE)
+    elif pytorch and lay.zero == 3:
+        unit_grads = mm.fsdp_unit_gradients_bytes(model_param_parts(model), tp=lay.tp, param_bytes=2,
+                                                  reduce_bytes=4 if mixed else 2)
+        breakdown["fsdp_unit_gradients_bytes"] = unit_grads
+        grads += unit_grads
+        assumptions.append(fsdp_units_line(unit_grads, breakdown.get("gather_buffer_bytes", 0), mixed))
     if lay.offload != "none":
         # the host's update (ZeRO-Offload, FSDP's CPU offload) keeps the partition it updates (the master where there
         # is one), the state and that partition's gradient in its dtype: training_states.update_partition_bytes

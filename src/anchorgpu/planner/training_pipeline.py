@@ -18,7 +18,7 @@ from anchorgpu.planner.speed.pipeline import (
     timed_batch_tokens,
 )
 
-__all__ = ["FSDP_PIPELINE_LINE", "check_interleaving", "fsdp_pipeline_held_bytes", "interleaved_activation_bytes",
+__all__ = ["FSDP_PIPELINE_LINE", "check_interleaving", "fsdp_pipeline_held_bytes", "fsdp_units_line", "interleaved_activation_bytes",
            "interleaved_activation_line", "pipeline_layout_line"]
 
 
@@ -66,6 +66,23 @@ def fsdp_pipeline_held_bytes(stage_params: int, gather_buffer_bytes: int) -> dic
     """
     return {"gathered_stage_weights_bytes": max(0, 2 * stage_params - gather_buffer_bytes),
             "accumulated_gradients_bytes": 4 * stage_params}
+
+
+def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: bool) -> str:
+    """The plan's line on what FSDP2 holds unsharded without pipeline stages
+    (:mod:`~anchorgpu.planner.memory.fsdp_units`).
+
+    >>> fsdp_units_line(2**30, 2**31, True)[:60]
+    'FSDP2 units as torchtitan wraps them (apply_fsdp: the embedd'
+    """
+    from anchorgpu.units import fmt_bytes
+
+    return ("FSDP2 units as torchtitan wraps them (apply_fsdp: the embedding, each block, the final norm with the "
+            "output layer kept gathered from forward into backward): the largest two gathered together, "
+            f"{fmt_bytes(gather_buffer_bytes)}, and in backward a unit's unsharded 16-bit gradients with its "
+            f"reduce-scatter input in {'fp32' if mixed else 'bf16'} (FSDP2 foreach_reduce), "
+            f"{fmt_bytes(unit_gradients_bytes)} more at the fullest moment. Accelerate's TRANSFORMER_BASED_WRAP "
+            "leaves the embedding and head in the root, gathered for the whole backward: more than this.")
 
 
 def interleaved_activation_bytes(one_f_one_b_bytes: int, pp: int, microbatches: int) -> int:

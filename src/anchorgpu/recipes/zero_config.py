@@ -14,7 +14,9 @@ __all__ = ["zero_optimization"]
 def zero_optimization(plan: Plan, stage: int, assumptions: list[str]) -> dict[str, object]:
     """``zero_optimization``'s stage and buffer sizes. ZeRO-1/2: the values the plan counts
     (``planner/data/deepspeed_zero.json``, :mod:`~anchorgpu.planner.deepspeed_zero`). ZeRO-3, where the plan counts
-    FSDP's two gathered units (``gather_buffer_bytes``, ``u`` elements each of 16-bit storage) and no DeepSpeed buffer
+    FSDP's largest two gathered units (``gather_buffer_bytes``; ``u`` elements of 16-bit storage, half of it: a
+    block, or the mean of the embedding/head and a block, :mod:`~anchorgpu.planner.memory.fsdp_units`; DeepSpeed
+    fetches the module computing whatever its size, so the embedding alone is within it) and no DeepSpeed buffer
     (a ZeRO-3 plan is FSDP's as well), bounds DeepSpeed to it: ``stage3_prefetch_bucket_size`` and
     ``stage3_max_live_parameters`` u (``partitioned_param_coordinator.py`` ``fetch_sub_module`` prefetches at most
     min(max_live - available, prefetch bucket) beyond the current submodule) and ``stage3_max_reuse_distance`` u
@@ -39,7 +41,7 @@ def zero_optimization(plan: Plan, stage: int, assumptions: list[str]) -> dict[st
         step = 6 * unit
         covered = step <= plan.per_gpu.activations_bytes
         assumptions.append(
-            f"ZeRO-3 bounded to the plan's two gathered units ({unit:,} elements each: stage3_prefetch_bucket_size, "
+            f"ZeRO-3 bounded to half the plan's gather buffer ({unit:,} elements: stage3_prefetch_bucket_size, "
             "stage3_max_live_parameters, stage3_max_reuse_distance) and the step to sub-groups of one unit "
             f"(sub_group_size; its flat gradient and fp32 copy, {fmt_bytes(step)}, "
             + ("fit in the activations freed before the step" if covered else

@@ -18,10 +18,10 @@ from anchorgpu.planner.sweep import SweepResult
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
 from anchorgpu.quotes.pricing import ServersPrice
 from anchorgpu.recommend.records import RecommendedOption, Rejection
-from anchorgpu.units import MAX_TERM_HOURS, Term, round_usd_rate
+from anchorgpu.units import MAX_TERM_HOURS, Term, fmt_usd, round_usd_rate
 
-__all__ = ["Candidate", "candidate", "longer_than_the_term", "one_per_offering", "over_budget", "pareto", "per_million",
-           "row_candidate", "run_refusal"]
+__all__ = ["Candidate", "candidate", "longer_than_the_term", "one_per_offering", "over_budget", "over_budget_reason",
+           "pareto", "per_million", "row_candidate", "run_refusal"]
 
 
 @fast_init  # one per offering and server count kept
@@ -55,11 +55,33 @@ class Candidate:
         return self.run_usd if self.run_usd is not None else self.quote.total_usd
 
 
+def _dollars(amount_usd: Decimal) -> str:
+    """Money as every face writes it beside a price (``fmt_usd``: ``$1,241.00``); an amount with digits past the
+    cent (a ``--max-usd`` may have them) with all of them, so a budget is never rounded onto the price it refused.
+
+    >>> _dollars(Decimal("1241")), _dollars(Decimal("500")), _dollars(Decimal("1240.999"))
+    ('$1,241.00', '$500.00', '$1,240.999')
+    """
+    exponent = amount_usd.as_tuple().exponent
+    return fmt_usd(amount_usd) if not isinstance(exponent, int) or exponent >= -2 else f"${amount_usd:,f}"
+
+
+def over_budget_reason(price_usd: Decimal, max_usd: Decimal, *, run: bool = False) -> str:
+    """Why a price over ``--max-usd`` is rejected, both amounts written as the offering beside it is
+    (``a100-80gb-sxm-1x-vm x1 ($1,241.00): over the budget: $1,241.00 > $500.00``; it said ``1241.00 USD > 500
+    USD``); ``run``: the price is a training run's, not the term's total.
+
+    >>> over_budget_reason(Decimal("1241.00"), Decimal("500")), over_budget_reason(Decimal("9.5"), Decimal("5"), run=True)
+    ('over the budget: $1,241.00 > $500.00', "over the budget: the run's $9.50 > $5.00")
+    """
+    whose = "the run's " if run else ""
+    return f"over the budget: {whose}{_dollars(price_usd)} > {_dollars(max_usd)}"
+
+
 def over_budget(c: Candidate, max_usd: Decimal) -> Rejection:
     """The rejection of a candidate whose :attr:`Candidate.budget_usd` passes ``max_usd``, naming which price it is."""
-    what = f"the run's {c.run_usd} USD" if c.run_usd is not None else f"{c.quote.total_usd} USD"
     return Rejection(offering=c.offering, servers=c.servers, total_usd=c.quote.total_usd,
-                     reason=f"over the budget: {what} > {max_usd} USD")
+                     reason=over_budget_reason(c.budget_usd, max_usd, run=c.run_usd is not None))
 
 
 def run_refusal(run_hours: int | None) -> str | None:

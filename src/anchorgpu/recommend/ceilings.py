@@ -115,7 +115,8 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
 
 
 def training_ceilings(model: ModelSpec, spec: SweepSpec, row: dict[str, Any]) -> dict[str, float]:
-    """``train_tokens_per_s_ceiling`` (and ``train_time_s_ceiling`` with the tokens to train on) of one training row:
+    """``train_tokens_per_s_ceiling`` (and ``train_time_s_ceiling`` with the tokens to train on, in whole steps as the
+    row's ``train_time_s`` times them) of one training row:
     every GPU of the layout at the dense peak of the training precision with each token's model FLOPs, attention
     causal as the kernels run it, as :func:`~anchorgpu.planner.speed.training.training_step` puts its ceiling
     (recompute runs no model FLOPs)."""
@@ -130,6 +131,7 @@ def training_ceilings(model: ModelSpec, spec: SweepSpec, row: dict[str, Any]) ->
     top = int(row["gpus"]) * peak / causal_training_flops_per_token(model, seq,
                                                                     kind="full" if w.task == "train" else "lora")
     out = {"train_tokens_per_s_ceiling": top}
-    if spec.train_tokens:
-        out["train_time_s_ceiling"] = spec.train_tokens / top
+    time_s = row.get("train_time_s")
+    if spec.train_tokens and time_s:  # the tokens its whole steps train (the row's time x its rate), at the ceiling
+        out["train_time_s_ceiling"] = time_s * float(row["train_tokens_per_s"]) / top
     return out

@@ -19,6 +19,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.quotes import UnpricedOffering, price_quote
+from anchorgpu.recommend.candidates import over_budget_reason
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.units import Term, fmt_bytes, quotable_term
 
@@ -66,7 +67,7 @@ def recommend_diffusion(
             continue
         if max_usd is not None and quote.total_usd > max_usd:
             rejected.append(Rejection(offering=offering.id, servers=1, total_usd=quote.total_usd,
-                                      reason=f"over the budget: {quote.total_usd} USD > {max_usd} USD"))
+                                      reason=over_budget_reason(quote.total_usd, max_usd)))
             continue
         config = {
             "tp": 1, "pp": 1, "dp": offering.gpus, "zero": 0, "weights": result.precision.weights,

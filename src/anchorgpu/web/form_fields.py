@@ -52,7 +52,7 @@ shows."""
 RECOMMEND_LABELS: dict[str, Label] = {
     **_SHARED_LABELS, "gpu": N_("GPU only"), "term": N_("Term"), "max_usd": N_("Max price, USD (the term's total; with train tokens, the run's)"),
     "min_tokens_per_s_per_user": N_("Min tokens/s per user"), "max_ttft_s": N_("Max time to first token, s"),
-    "train_tokens": N_("Train tokens"), "seq": N_("Sequence (training)"),
+    "tokens": N_("Train tokens"), "seq": N_("Sequence (training)"),
     "micro_batch": N_("Micro-batch"), "mfu": N_("Your MFU (replaces the calibrated efficiency)"),
     "mbu": N_("Your MBU (replaces the calibrated decode efficiency)"),
     "lower_precision": N_("Also consider lower precisions (fp8, int4 weights, fp8 KV cache): outputs change"),

@@ -19,6 +19,7 @@ from anchorgpu.api.deps import ClockDep, SettingsDep
 from anchorgpu.api.models_ref import load_public_model, server_offline
 from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest, RecommendRequest
+from anchorgpu.api.schemas_base import TOKENS_ALIAS
 from anchorgpu.api.words import PAGE_COMMANDS, answer_words, api_words
 from anchorgpu.errors import AnchorError
 from anchorgpu.validation import pattern_reason
@@ -43,7 +44,7 @@ _LIST_FIELDS = ("lora_targets",)
 _BOOL_FIELDS = ("fsdp", "allow_long_context", "vae_tiling", "tp_overlap", "ep_overlap")
 _INT_CHOICE_FIELDS = ("zero",)  # Literal[0, 1, 2, 3]: a form sends "0"
 _TOKEN_FIELDS = ("context", "seq", "prompt", "output_tokens", "max_num_batched_tokens", "global_batch")  # "8k", "4M" as on the CLI
-_COUNT_FIELDS = ("tokens", "train_tokens", "concurrency", "max_num_seqs")  # "1e12", "1k" (= 1,000) as on the CLI
+_COUNT_FIELDS = ("tokens", "concurrency", "max_num_seqs")  # "1e12", "1k" (= 1,000) as on the CLI
 
 
 def shorthand(name: str, raw: str) -> str | int:
@@ -51,7 +52,7 @@ def shorthand(name: str, raw: str) -> str | int:
     (token fields), ``1e12``, ``2.5e9``, ``300B`` or ``15T`` (training tokens, decimal). Anything else is left as
     typed, so the validation names the field.
 
-    >>> shorthand("context", "8k"), shorthand("tokens", "1e12"), shorthand("train_tokens", "14.8T")
+    >>> shorthand("context", "8k"), shorthand("tokens", "1e12"), shorthand("tokens", "14.8T")
     (8192, 1000000000000, 14800000000000)
     >>> shorthand("context", "8.5"), shorthand("concurrency", "1e9")
     ('8.5', 1000000000)
@@ -426,15 +427,15 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
 
     allowed = set(RecommendRequest.model_fields)
     values = {k: v for k, v in form_values(request).items() if k in allowed}
-    for name in ("term", "max_usd", "min_tokens_per_s_per_user", "max_ttft_s", "top", "max_servers", "train_tokens",
+    for name in ("term", "max_usd", "min_tokens_per_s_per_user", "max_ttft_s", "top", "max_servers", "tokens",
                  "output_tokens"):
         raw = request.query_params.get(name, "").strip()
         if raw:
             values[name] = shorthand(name, raw)
     if request.query_params.get("lower_precision", "").strip().lower() in ("1", "true", "on", "yes"):
         values["lower_precision"] = True
-    if "train_tokens" not in values and request.query_params.get("tokens", "").strip():
-        values["train_tokens"] = shorthand("train_tokens", request.query_params["tokens"].strip())  # from the planner's "fit this" link
+    if "tokens" not in values and request.query_params.get(TOKENS_ALIAS, "").strip():  # a link from before stop 59
+        values["tokens"] = shorthand("tokens", request.query_params[TOKENS_ALIAS].strip())  # (the API's alias too)
     text = page_text(request)
     context: dict[str, Any] = {"form": values, **_choices(), "plan_query": request.url.query,
                                "carried": carried(values, RECOMMEND_CARRIED)}

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import ModelParts
+from anchorgpu.planner.memory.fsdp_units import fsdp_gather_peak_bytes
 from anchorgpu.units import ceil_div
 
 # --------------------------------------------------------------------------------------------------
@@ -93,18 +94,18 @@ def expert_data_parallel(*, tp: int, dp: int, cp: int, ep: int) -> int:
     return max(1, tp * dp * cp // ep) if ep > 1 else dp
 
 
-def gather_buffer_bytes(weight_parts: ModelParts, *, tp: int, units: int = 2) -> int:
-    """ZeRO-3/FSDP gather buffers: ``units`` unsharded transformer layers (current + prefetched), / t.
-
-    Source: formulas.md item 2 (FSDP holds one or two unsharded units for prefetch; DeepSpeed's
-    gathered-layer buffer). Default 2 units.
+def gather_buffer_bytes(weight_parts: ModelParts, *, tp: int) -> int:
+    """ZeRO-3/FSDP gather buffers, / t: the most parameters held gathered at once, the unit computing and the one
+    prefetched, where the embedding and the untied head are units of their own and a tied one sits in the root, kept
+    gathered (:func:`~anchorgpu.planner.memory.fsdp_units.fsdp_gather_peak_bytes`: torchtitan ``apply_fsdp``, FSDP2's
+    root, accelerate's ``TRANSFORMER_BASED_WRAP``). Two transformer layers where those are the largest pair.
 
     >>> from anchorgpu.planner.formats import ModelParts
     >>> gather_buffer_bytes(ModelParts(dense=800, experts=0, layer_other=0, embed=0, head=0, num_layers=8,
     ...                                tied=False), tp=1)
     200
     """
-    return math.ceil(units * weight_parts.largest_layer / tp)
+    return fsdp_gather_peak_bytes(weight_parts, tp=tp)
 
 
 def zero_fraction(*, zero: int, stage_from: int, dp: int) -> float:

@@ -19,6 +19,7 @@ from anchorgpu.planner.global_batch import batch_timed_line
 from anchorgpu.planner.inputs import default_seq_tokens
 from anchorgpu.planner.media import request_within
 from anchorgpu.planner.memory.activations import sequence_parallel_share
+from anchorgpu.planner.run_steps import run_steps, run_steps_line
 from anchorgpu.planner.sequence_parallel import speed_off_line
 from anchorgpu.planner.serving_handoff import HANDED
 from anchorgpu.planner.speed.assumption_lines import (
@@ -149,11 +150,12 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     out["global_batch_tokens"] = st.tokens_per_step
     out["pipeline_bubble_fraction"] = st.bubble_fraction
     out["train_predicted_mfu"] = st.mfu  # name kept from the first contract
-    if train_tokens:
-        time_s = train_tokens / st.tokens_per_s
-        put_time(out, "train_time_s", time_s, train_tokens / st.ceiling_tokens_per_s, band)
-        put_time(out, "gpu_hours", time_s * lay.gpus / 3600.0, train_tokens / st.ceiling_tokens_per_s * lay.gpus / 3600,
-              band)
+    if train_tokens:  # whole optimizer steps: the last one is a whole global batch (planner.run_steps)
+        trained = run_steps(train_tokens, st.tokens_per_step) * st.tokens_per_step
+        time_s = trained / st.tokens_per_s
+        put_time(out, "train_time_s", time_s, trained / st.ceiling_tokens_per_s, band)
+        put_time(out, "gpu_hours", time_s * lay.gpus / 3600.0, trained / st.ceiling_tokens_per_s * lay.gpus / 3600,
+                 band)
     else:
         out["train_time_s"] = None
         out["gpu_hours"] = None
@@ -162,6 +164,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                                         default_tokens=default_tokens, microbatches=st.microbatches,
                                         dp=lay.dp, micro_batch=w.micro_batch or 1, seq_tokens=seq,
                                         finetune_sequences=FINETUNE_GLOBAL_BATCH_SEQUENCES if kind != "full" else None))
+    if train_tokens:
+        assumptions.append(run_steps_line(train_tokens, st.tokens_per_step))
     k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,

@@ -1,0 +1,88 @@
+"""The units FSDP / ZeRO-3 gathers, and the most a GPU holds unsharded at any moment of a step (bytes). Pure; stdlib
+only.
+
+The units follow how the PyTorch stacks wrap a decoder (sources read for this, stop 59 ``fsdpunits``):
+
+* torchtitan ``torchtitan/models/llama3/infra/parallelize.py`` ``apply_fsdp`` (pytorch/torchtitan at 018740b): one
+  ``fully_shard`` for ``tok_embeddings``, one per transformer block, one for ``[norm, output]`` with
+  ``reshard_after_forward=(policy == "always")`` ("do not reshard_after_forward the last layers by default since FSDP
+  would prefetch them immediately after the forward pass"), then the root ``fully_shard(model)`` holding nothing else.
+* PyTorch FSDP2 ``torch/distributed/fsdp/_fully_shard/_fsdp_state.py`` ``_lazy_init``: "For the root, do not reshard
+  after forward since for training, the parameters would be freed and all-gathered immediately"; a root's
+  post-backward runs in the final callback, so its parameters stay gathered, and its gradients unsharded, through the
+  whole backward. That is where accelerate's ``TRANSFORMER_BASED_WRAP`` (``utils/fsdp_utils.py``
+  ``fsdp2_prepare_model``: a ``fully_shard`` per ``_no_split_modules`` block, then the root) leaves the embedding,
+  final norm and head, and where a tied embedding/head (one parameter, so in no block's unit) sits in any stack.
+* FSDP2 ``_fsdp_collectives.py`` ``foreach_reduce``: the unit's unsharded gradients (``param_dtype``, 16 bit) are
+  copied into one ``reduce_scatter_input`` of ``reduce_dtype``; "only after the copy-in finishes can we free the
+  gradients"; ``_fsdp_param_group.py`` ``post_backward`` reshards the unit's parameters before that copy-in.
+  Implicit prefetching gathers the next unit while one computes (forward and backward: one unit ahead; FSDP1's
+  ``BACKWARD_PRE`` / ``forward_prefetch`` and ``limit_all_gathers`` likewise keep at most two gathered).
+"""
+
+from __future__ import annotations
+
+import math
+
+from anchorgpu.planner.formats import ModelParts
+
+__all__ = ["fsdp_gather_peak_bytes", "fsdp_unit_gradients_bytes"]
+
+
+def _units(parts: ModelParts, tp: int) -> tuple[float, float, float, float]:
+    """(root, embedding unit, a transformer block, head unit) of ``parts`` on one GPU (TP splits the vocabulary and
+    the blocks' linears; parts are what the caller built them in, parameters or bytes). Untied: the embedding and
+    the head (its final norm is a few kB) are their own units (torchtitan's); tied: one parameter, in the root."""
+    layer = parts.largest_layer / tp
+    if parts.tied:
+        return parts.embed / tp, 0.0, layer, 0.0
+    return 0.0, parts.embed / tp, layer, parts.head / tp
+
+
+def fsdp_gather_peak_bytes(parts: ModelParts, *, tp: int) -> int:
+    """The most parameters FSDP / ZeRO-3 holds gathered at once, in ``parts``' units: the root (kept gathered) plus
+    the largest two units gathered together (the current one and the one prefetched): embedding + first block, two
+    blocks, last block + head. Below the 2 blocks the plan counted before whenever the embedding or the head is the
+    larger (Llama-3.1-8B: 525M values each against 218M a block).
+
+    >>> p = ModelParts(dense=800, experts=0, layer_other=0, embed=300, head=300, num_layers=8, tied=False)
+    >>> fsdp_gather_peak_bytes(p, tp=1)  # embedding (300) + a block (100)
+    400
+    >>> fsdp_gather_peak_bytes(ModelParts(dense=800, experts=0, layer_other=0, embed=30, head=30, num_layers=8,
+    ...                                   tied=False), tp=1)  # two blocks
+    200
+    >>> fsdp_gather_peak_bytes(ModelParts(dense=800, experts=0, layer_other=0, embed=300, head=0, num_layers=8,
+    ...                                   tied=True), tp=2)  # tied: root (150) + two blocks (50 each)
+    250
+    """
+    root, embed, layer, head = _units(parts, tp)
+    return math.ceil(root + max(embed + layer, 2 * layer, layer + head))
+
+
+def fsdp_unit_gradients_bytes(params: ModelParts, *, tp: int, param_bytes: int, reduce_bytes: int) -> int:
+    """What FSDP2's backward holds beyond :func:`fsdp_gather_peak_bytes` at its fullest moment: the unit's unsharded
+    gradients (``param_bytes`` a value: ``param_dtype``) and, while they are copied in, its ``reduce_scatter_input``
+    (``reduce_bytes`` a value: ``reduce_dtype``, 4 under torchtitan's default fp32 reduce), beside the parameters then
+    gathered. ``params`` in parameters. Backward walks the units in reverse (head, blocks, embedding); at each, two
+    moments: computing (the unit and the next one prefetched gathered, the unit's gradients) and the copy-in (the
+    unit resharded: the next one gathered, its gradients and the reduce-scatter input). A root's parameters and
+    gradients are held throughout. The previous unit's reduce-scatter input, kept until the next reduce-scatter is
+    issued (``reduce_scatter_state``), is not counted.
+
+    >>> p = ModelParts(dense=800, experts=0, layer_other=0, embed=300, head=300, num_layers=8, tied=False)
+    >>> fsdp_unit_gradients_bytes(p, tp=1, param_bytes=2, reduce_bytes=4)  # head: 2x100 + 2x300 + 4x300 - 800
+    1200
+    """
+    root, embed, layer, head = _units(params, tp)
+    held = root * 2 * param_bytes  # parameters and gradients
+    order = [u for u in (head, layer, layer, embed) if u] if head or embed else [layer, layer]
+    peak = 0.0
+    for i, unit in enumerate(order):
+        following = order[i + 1] if i + 1 < len(order) else 0.0
+        computing = (unit + following) * param_bytes + unit * param_bytes
+        copy_in = following * param_bytes + unit * (param_bytes + reduce_bytes)
+        peak = max(peak, computing, copy_in)
+    if root:
+        peak = max(peak, root * reduce_bytes - held + root * param_bytes)  # the root's own copy-in, at the end
+    gathered = fsdp_gather_peak_bytes(params, tp=tp) * param_bytes
+    return max(0, math.ceil(held + peak - gathered))
