@@ -97,11 +97,14 @@ class PlanRequest(_Request):
     use for (``micro_batch`` for inference, ``context`` for train) is a 422 naming it, not ignored; null is not given."""
 
     # whole requests, which API docs offer as the body to try (built from the fields' own examples alone, a body would
-    # set a diffusion resolution and a pipeline layout on a language model's serving plan: a 422)
+    # set a diffusion resolution and a pipeline layout on a language model's serving plan: a 422); the one with a
+    # pipeline layout carries the field's example (Llama-3.1-70B's 80 layers), tests/hardening/test_stop59_qa25fix.py
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"model": "llama-3.1-70b", "gpu": "h100", "gpus": 8, "prompt": 1000, "output_tokens": 1000, "concurrency": 64},
         {"model": "llama-3.1-70b", "task": "train", "gpu": "h100", "gpus": 64, "train_precision": "fp8",
          "global_batch": 16_777_216, "tokens": 1_000_000_000_000},
+        {"model": "llama-3.1-70b", "task": "train", "gpu": "h100", "gpus": 64, "pp": 4,
+         "pipeline_layout": "Et*19|(t*21|)*2t*19L"},  # the field's own example, on the model it is written for
     ]})
 
     model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or the Hub id of one; other Hub ids only where the server fetches them (ANCHORGPU_HUB_FETCH=1)", examples=["llama-3.1-70b"])
@@ -115,7 +118,7 @@ class PlanRequest(_Request):
     zero: Annotated[Literal[0, 1, 2, 3] | None, StrictChoice] = Field(default=None, description="ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters (training: chosen with the layout when not given)")
     cp: int | None = Field(default=None, ge=1, le=1024, description="Training: context-parallel ranks (ring attention)")
     virtual_stages: int | None = Field(default=None, ge=1, le=1024, description="Training: interleaved pipeline chunks per GPU (chosen when not given)")
-    pipeline_layout: str | None = Field(default=None, min_length=1, max_length=1000, pattern=TEXT_PATTERN, description="Training, with pp: which layers each pipeline chunk holds, in Megatron-Core's --pipeline-model-parallel-layout syntax (E embedding, t layer, L loss, | chunk end, (...)*N repeat); virtual_stages follows from its chunks when not given", examples=["Et|(tt|)*30L"])
+    pipeline_layout: str | None = Field(default=None, min_length=1, max_length=1000, pattern=TEXT_PATTERN, description="Training, with pp: which layers each pipeline chunk holds, in Megatron-Core's --pipeline-model-parallel-layout syntax (E embedding, t layer, L loss, | chunk end, (...)*N repeat); virtual_stages follows from its chunks when not given. The example is Llama-3.1-70B's 80 layers over pp 4, the chunks with the embedding and the loss two layers lighter", examples=["Et*19|(t*21|)*2t*19L"])
     tp_overlap: bool = Field(default=False, description="Training only: overlap tensor-parallel traffic with the products (Transformer Engine / AsyncTP); needs tp > 1 (refused with tp 1; with tp null the chooser tries tp 2 and up)")
     sequence_parallel: bool | None = Field(default=None, description="Training: Megatron's sequence parallelism, the norms, dropout and residual adds split over the TP ranks (null: on with tp > 1; true needs tp > 1)")
     ep_overlap: bool = Field(default=False, description="Training a MoE under EP: overlap the all-to-alls with another micro-batch's computation (Megatron-Core --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)")

@@ -180,19 +180,54 @@ def api_words(message: str, fields: frozenset[str], commands: Mapping[str, str] 
 
 
 _LAUNCH_KEYS = frozenset({"recipe"})
-"""Keys whose text is kept as it is: a launch (``recipe``: its command line, files and the lines that explain them)
-is written in its engine's flags, some spelled as the request's fields (vLLM's ``--max-num-seqs``)."""
+"""Keys holding a launch (``recipe``): its command line and files are kept as written, in its engine's flags, some
+spelled as the request's fields (vLLM's ``--max-num-seqs``); the lines that explain them (:data:`_LAUNCH_NOTES`) are
+written the API's way with every flag of the launch's own tool kept (:func:`_launch_words`)."""
+_LAUNCH_NOTES = ("assumptions", "cannot_set")
+_TOOL_FLAGS = {"vllm": "vllm_flags", "sglang": "sglang_flags", "trtllm": "trtllm_flags",
+               "torchrun-fsdp": "torchrun_flags", "deepspeed": "torchrun_flags"}
+"""The packaged flag list (``recipes/data/<name>.json``) of the tool each launch kind runs (DeepSpeed's through
+torchrun); a kind without one (accelerate, SkyPilot, Kubernetes) keeps the flags its command and files write."""
+
+
+@functools.cache
+def _tool_flags(kind: str) -> frozenset[str]:
+    """The flags of ``kind``'s tool, as the names a request field would have (``--max-num-seqs``: ``max_num_seqs``)."""
+    from anchorgpu.recipes import flag_data
+
+    name = _TOOL_FLAGS.get(kind)
+    flags = flag_data(name)["flags"] if name else ()
+    return frozenset(flag[2:].replace("-", "_") for flag in flags if flag.startswith("--"))
+
+
+def _launch_words(recipe: Mapping[str, Any], fields: frozenset[str], commands: Mapping[str, str]) -> dict[str, Any]:
+    """A launch (``recipe``) with its explaining lines (``assumptions``, ``cannot_set``) written by :func:`api_words`
+    for the fields of the request that are no flag of the launch's tool, nor written in its command or files: the
+    engine's ``--max-num-seqs`` stays, AnchorGPU's ``--engine trtllm`` is the request's ``engine trtllm``.
+
+    >>> launch = {"kind": "vllm", "command": "vllm serve m --max-num-seqs 64", "files": [],
+    ...           "assumptions": ["--max-num-seqs as planned (--engine vllm, --allow-long-context)"]}
+    >>> _launch_words(launch, frozenset({"engine", "max_num_seqs", "allow_long_context"}), API_COMMANDS)["assumptions"]
+    ['--max-num-seqs as planned (engine vllm, allow_long_context)']
+    """
+    written = " ".join([str(recipe.get("command", "")), *(str(f.get("text", "")) for f in recipe.get("files") or ())])
+    own = _tool_flags(str(recipe.get("kind", ""))) | {m.group(1).replace("-", "_") for m in _FLAG.finditer(written)}
+    kept = fields - own
+    return {key: answer_words(value, kept, commands) if key in _LAUNCH_NOTES else value
+            for key, value in recipe.items()}
 
 
 def answer_words(answer: Any, fields: frozenset[str], commands: Mapping[str, str] = API_COMMANDS) -> Any:
     """``answer`` (a plan or a recommendation, the CLI's JSON) with every line of advice in it written by
     :func:`api_words` for a request with ``fields``: ``suggestions[].change``, ``rejected[].reason``, assumptions,
-    checks, warnings, ``recipe_refused`` …; a launch (``recipe``) is kept as written."""
+    checks, warnings, ``recipe_refused`` …; a launch (``recipe``) keeps its command and files as written and its
+    lines keep its tool's flags (:func:`_launch_words`)."""
     if isinstance(answer, str):
         return api_words(answer, fields, commands)
     if isinstance(answer, list):
         return [answer_words(item, fields, commands) for item in answer]
     if isinstance(answer, dict):
-        return {key: value if key in _LAUNCH_KEYS else answer_words(value, fields, commands)
+        return {key: (_launch_words(value, fields, commands) if isinstance(value, dict) else value)
+                if key in _LAUNCH_KEYS else answer_words(value, fields, commands)
                 for key, value in answer.items()}
     return answer

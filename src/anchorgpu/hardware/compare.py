@@ -142,8 +142,8 @@ def _tera(peak: Peak) -> str:
 
 
 def _predicted_of(fast: GpuSpec, slow: GpuSpec, a: GpuSpec, row: PredictedSpeed | None, what: str) -> str:
-    """The calibrated prediction beside a datasheet statement that ``fast`` leads ``slow``: ``fast``'s ratio over
-    ``slow`` on the reference workload (``row.ratio`` is ``a / b``), which need not follow the datasheet (MI300X has
+    """The calibrated prediction beside a datasheet statement that ``fast`` leads ``slow`` (or, datasheets equal,
+    that they run alike: ``fast`` is then ``a``): ``fast``'s ratio over ``slow`` on the reference workload (``row.ratio`` is ``a / b``), which need not follow the datasheet (MI300X has
     1.32x H100's BF16 peak and is predicted at 0.67x its 8B training speed); "" without one.
 
     >>> from anchorgpu.hardware import get_gpu
@@ -185,7 +185,9 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison],
     bw = rows["memory_bandwidth_bytes_per_s"].ratio
     if bw is not None:
         if abs(bw - 1) < 0.005:
-            out.append("Decode: same memory bandwidth, so token-by-token generation runs at about the same speed.")
+            out.append("Decode: same memory bandwidth, so token-by-token generation runs at about the same speed"
+                       + _predicted_of(a, b, a, _first(predicted, "memory_bandwidth_bytes_per_s", "_per_user"),
+                                       "decode tokens/s per user") + ".")
         else:
             fast, slow = (a, b) if bw > 1 else (b, a)
             out.append(
@@ -198,7 +200,9 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison],
     bf16 = rows["bf16_flops_per_s"]
     if bf16.ratio is not None:
         if abs(bf16.ratio - 1) < 0.005:
-            out.append("Prefill and training: same dense BF16 throughput, so compute-bound work runs at about the same speed.")
+            out.append("Prefill and training: same dense BF16 throughput, so compute-bound work runs at about the same "
+                       "speed" + _predicted_of(a, b, a, _first(predicted, "bf16_flops_per_s", "_per_gpu"),
+                                               "8B training tokens/s") + ".")
         else:
             fast, slow = (a, b) if bf16.ratio > 1 else (b, a)
             out.append(

@@ -21,13 +21,15 @@ def launch_for_plan(plan_request: Any, kind: str, settings: Any) -> tuple[dict[s
     """(recipe JSON, None) or (None, the reason in one line) for the planner page's request."""
     from anchorgpu.api.models_ref import server_offline
     from anchorgpu.api.planning import run_plan
-    from anchorgpu.web.planning import page_words
+    from anchorgpu.api.words import PAGE_COMMANDS, answer_words
+    from anchorgpu.web.planning import PLAN_FIELDS, page_words
 
     try:
         result = run_plan(plan_request.model_copy(update={"recipe": kind}), offline=server_offline(settings))
     except AnchorError as err:
         return None, English(page_words(err.message))  # as the planner page says its refusals
-    recipe: dict[str, Any] = result["recipe"]
+    # its lines in the form's names (engine trtllm, not --engine trtllm), as the plan beside it; the launch's own flags kept
+    recipe: dict[str, Any] = answer_words({"recipe": result["recipe"]}, PLAN_FIELDS, PAGE_COMMANDS)["recipe"]
     return recipe, None
 
 
