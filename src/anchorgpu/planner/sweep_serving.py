@@ -96,33 +96,57 @@ def _request_step(step: FloatArray, ttft: FloatArray, user_step: FloatArray, out
 def _steady_step(ticks: Ticks, batch: FloatArray, prompt: int, out_tokens: int | FloatArray,
                  budget_tokens: FloatArray, out: FloatArray) -> FloatArray:
     """Seconds per step at the steady state (speed.serving._steady) of the pairs ``(1, P)`` (:func:`tick_pairs`, in
-    order of their sequences a replica), written into ``out`` ``(W, K, 1, P)``: B*I/O prompt tokens a step, spread over every step when
-    they fill a chunk, else whole chunks (up to the step's token budget) in that share of the steps, a step without
-    a chunk being the chunk step's light tick. Each form computed only over the pairs from the first that takes it
-    to the last (those that spread their prompts run the most sequences: a few, at the end)."""
-    prefill_avg = batch * prompt / out_tokens
-    chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
-    share = prefill_avg / chunk
-    # over pipeline stages, between one chunk a cycle and one a micro-batch: ``share`` micro-batches carry a chunk
-    spread = ((share >= 1.0) & ((ticks.pp <= 1) | (share >= ticks.groups(batch))))[0]
-    spread_at = np.flatnonzero(spread)
-    if spread_at.size == spread.size:
-        np.copyto(out, ticks.step(batch, prefill_avg))
-        return out
-    at = _span(np.flatnonzero(~spread))
-    part, batch_at, share_at = ticks.part(at), batch[:, at], share[:, at]
-    groups, heavy, light = part.chunk_ticks(batch_at, chunk[:, at])
-    mixed = part.chunk_step(groups, heavy, light, batch_at, chunks=np.maximum(share_at, 1.0))
-    weight = np.minimum(share_at, 1.0)
-    mixed *= weight
-    light = part.decode_only_step(batch_at, light)  # a step without a chunk
-    light *= 1.0 - weight
-    mixed += light
-    out[..., at] = mixed
-    if spread_at.size:
-        at = _span(spread_at)
-        np.copyto(out[..., at], ticks.part(at).step(batch[:, at], prefill_avg[:, at]), where=spread[at])
+    order of their sequences a replica), written into ``out`` ``(W, K, 1, P)``: :func:`_steady_steps` of one."""
+    _steady_steps(ticks, batch, prompt, ((out_tokens, out),), budget_tokens)
     return out
+
+
+def _steady_steps(ticks: Ticks, batch: FloatArray, prompt: int,
+                  steps: Sequence[tuple[int | FloatArray, FloatArray]], budget_tokens: FloatArray) -> None:
+    """Seconds per step at the steady state (speed.serving._steady) of the pairs ``(1, P)`` (:func:`tick_pairs`, in
+    order of their sequences a replica) at each ``(out_tokens, out)`` of ``steps``, written into its ``out``
+    ``(W, K, 1, P)``: B*I/O prompt tokens a step, spread over every step when they fill a chunk, else whole chunks
+    (up to the step's token budget) in that share of the steps, a step without a chunk being the chunk step's light
+    tick. Each form computed only over the pairs from the first that takes it to the last (those that spread their
+    prompts run the most sequences: a few, at the end). The ticks with and without a chunk do not read the outputs
+    (the chunk is the budget's, the micro-batches the sequences'), so they are formed once for every step, over the
+    pairs from the first that any step chunks to the last, and each step takes its own span of them: the same
+    elementwise operations on the same values, so the same figures as a step formed alone."""
+    chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
+    forms = []
+    for out_tokens, _ in steps:
+        prefill_avg = batch * prompt / out_tokens
+        share = prefill_avg / chunk
+        # over pipeline stages, between one chunk a cycle and one a micro-batch: ``share`` micro-batches carry a chunk
+        spread = ((share >= 1.0) & ((ticks.pp <= 1) | (share >= ticks.groups(batch))))[0]
+        forms.append((prefill_avg, share, spread, np.flatnonzero(spread), np.flatnonzero(~spread)))
+    chunked = [form[4] for form in forms if form[4].size]
+    if chunked:  # the ticks with and without a chunk, once over every step's chunked span
+        start, stop = min(int(at[0]) for at in chunked), max(int(at[-1]) for at in chunked) + 1
+        groups_all, heavy_all, light_all = ticks.part(slice(start, stop)).chunk_ticks(batch[:, start:stop],
+                                                                                      chunk[:, start:stop])
+        chunked_left = len(chunked)
+    for (_, out), (prefill_avg, share, spread, spread_at, mixed_at) in zip(steps, forms, strict=True):
+        if mixed_at.size == 0:
+            np.copyto(out, ticks.step(batch, prefill_avg))
+            continue
+        at = _span(mixed_at)
+        own = slice(at.start - start, at.stop - start)
+        chunked_left -= 1
+        # the chunk step and the step without one write over these ticks: a copy where another step reads them still
+        heavy, light = ((heavy_all[..., own], light_all[..., own]) if not chunked_left
+                        else (heavy_all[..., own].copy(), light_all[..., own].copy()))
+        part, batch_at, share_at = ticks.part(at), batch[:, at], share[:, at]
+        mixed = part.chunk_step(groups_all[..., own], heavy, light, batch_at, chunks=np.maximum(share_at, 1.0))
+        weight = np.minimum(share_at, 1.0)
+        mixed *= weight
+        light = part.decode_only_step(batch_at, light)  # a step without a chunk
+        light *= 1.0 - weight
+        mixed += light
+        out[..., at] = mixed
+        if spread_at.size:
+            at = _span(spread_at)
+            np.copyto(out[..., at], ticks.part(at).step(batch[:, at], prefill_avg[:, at]), where=spread[at])
 
 
 def _span(positions: IntArray) -> slice:
@@ -247,10 +271,10 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     step, user_step, ttft = np.empty((3, *grid[1:3], 1, batch.size))
     base = _group_ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs.groups, prompt, output)
     ticks = _on_pairs(base, pairs.group)
-    _steady_step(ticks, batch, prompt, output, budget_tokens, step)
-    # a user's step between its tokens: the other users' prompts only (speed.batching.others_output_tokens)
-    _steady_step(ticks, batch, prompt, _user_output_tokens(batch, prompt, output, budget_tokens), budget_tokens,
-                 user_step)
+    # and a user's step between its tokens: the other users' prompts only (speed.batching.others_output_tokens)
+    _steady_steps(ticks, batch, prompt, ((output, step),
+                                         (_user_output_tokens(batch, prompt, output, budget_tokens), user_step)),
+                  budget_tokens)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     _little_ttft(ttft, batch, output, step, user_step)  # a request takes O mean steps (Little's law)
     _request_step(step, ttft, user_step, output)  # and at least its first token and O - 1 gaps (the rate's step)
@@ -411,14 +435,16 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         batch = (pair // (rows * groups)).astype(np.float64)[None, :]
         step, first = np.empty((2, 1, 1, 1, batch.size))
         ticks = copy.copy(base).expanded(at)
-        _steady_step(ticks, batch, prompt, _user_output_tokens(batch, prompt, output, budget[at]), budget[at], step)
+        user = (_user_output_tokens(batch, prompt, output, budget[at]), step)
+        # a request takes O mean steps (one output: all of its step): with a TTFT, the full steady step too
+        full = np.empty_like(step) if ttft and (batch > 1.0).any() else None
+        _steady_steps(ticks, batch, prompt, (user,) if full is None else (user, (output, full)), budget[at])
         where = inverse.reshape(conc.shape)
         speed: FloatArray = 1.0 / step[0, 0, 0, where]
         if not ttft:
             return speed, None
         _time_to_first_token(ticks, budget[at], batch, prompt, first)
-        if (batch > 1.0).any():  # a request takes O mean steps (one output: all of its step): the full steady step too
-            full = _steady_step(ticks, batch, prompt, output, budget[at], np.empty_like(step))
+        if full is not None:
             _little_ttft(first, batch, output, full, step)
         return speed, first[0, 0, 0, where]
 
