@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -145,8 +145,20 @@ def _steady_steps(ticks: Ticks, batch: FloatArray, prompt: int,
         mixed += light
         out[..., at] = mixed
         if spread_at.size:
-            at = _span(spread_at)
-            np.copyto(out[..., at], ticks.part(at).step(batch[:, at], prefill_avg[:, at]), where=spread[at])
+            _spread_step(ticks, batch, prefill_avg, spread, spread_at, out)
+
+
+def _spread_step(ticks: Ticks, batch: FloatArray, prefill_avg: FloatArray, spread: BoolArray, spread_at: IntArray,
+                 out: FloatArray) -> None:
+    """The step with the prompts spread over every step, written into ``out`` at the pairs ``spread_at`` (``spread``
+    where true): formed over the span from the first to the last, or, where they are fewer than half of it (they
+    interleave with the chunked pairs), at those pairs alone (every term taken there): the same elementwise
+    operations on the same values either way, on fewer pairs."""
+    at = _span(spread_at)
+    if 2 * spread_at.size >= at.stop - at.start:
+        np.copyto(out[..., at], ticks.part(at).step(batch[:, at], prefill_avg[:, at]), where=spread[at])
+        return
+    out[..., spread_at] = copy.copy(ticks).expanded(spread_at).step(batch[:, spread_at], prefill_avg[:, spread_at])
 
 
 def _span(positions: IntArray) -> slice:
@@ -247,13 +259,14 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if cross is not None:
         prompt, output = cross.prompt_tokens, cross.output_tokens
     conc = np.array(concs, dtype=np.int64)[:, None]  # (C, 1); with each layout's saturation, (C + W x K, L)
+    made: list[MadeTicks] = []  # the limit search's ticks of each (shape, TP, PP), where it ran
     if saturation:
         from anchorgpu.planner.sweep_saturation import saturation_rungs
 
         rungs = saturation_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
         if limits is not None and limits.any:
             rungs = np.concatenate((rungs, _limit_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt,
-                                                         output, media, cross, limits, rungs)))
+                                                         output, media, cross, limits, rungs, made=made)))
         conc = np.concatenate((np.broadcast_to(conc, (len(concs), len(lay))), rungs))
         contexts = (*contexts, *(contexts[-1],) * len(rungs))
     grid = (len(lay), len(weights), len(kvs), conc.shape[0])
@@ -269,7 +282,9 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     batch = pairs.batch.astype(np.float64)[None, :]
     # what outlives the ticks made before them, so that the ticks' memory, freed, is left in one piece
     step, user_step, ttft = np.empty((3, *grid[1:3], 1, batch.size))
-    base = _group_ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs.groups, prompt, output)
+    base = _made_alike(made, pairs.groups, kv, mem.weights)
+    if base is None:
+        base = _group_ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs.groups, prompt, output)
     ticks = _on_pairs(base, pairs.group)
     # and a user's step between its tokens: the other users' prompts only (speed.batching.others_output_tokens)
     _steady_steps(ticks, batch, prompt, ((output, step),
@@ -312,16 +327,17 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
 
 def _limit_rungs(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                  weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
-                 media: MediaLoad | None, cross: CrossRequest | None, limits: UserLimits, saturation: IntArray
-                 ) -> IntArray:
+                 media: MediaLoad | None, cross: CrossRequest | None, limits: UserLimits, saturation: IntArray,
+                 *, made: list[MadeTicks] | None = None) -> IntArray:
     """:func:`~anchorgpu.planner.sweep_floor.limit_rungs` of every layout, searched once a set of layouts it finds
-    alike (:func:`_alike_searches`): the same count of sequences a replica, each layout's rung formed from it."""
+    alike (:func:`_alike_searches`): the same count of sequences a replica, each layout's rung formed from it.
+    ``made``: where given, receives the ticks the search formed (:func:`_user_figures`)."""
     from anchorgpu.planner.sweep_floor import limit_sequences, rung_of
 
     groups = _tick_groups(lay)
     firsts, inverse = _alike_searches(lay.dp, groups[1], saturation)
     figures = _user_figures(model, shapes, spec, lay, weights, kvs, context_tokens, prompt, output, media, cross,
-                            ttft=limits.max_ttft_s is not None, layouts=firsts, tick_groups=groups)
+                            ttft=limits.max_ttft_s is not None, layouts=firsts, tick_groups=groups, made=made)
     seqs = limit_sequences(lambda c, asked: limits.met(*figures(c, asked)), lay.dp[firsts], saturation[:, firsts])
     return np.minimum(rung_of(lay.dp, seqs[:, inverse]), np.maximum(saturation, 2))
 
@@ -339,9 +355,21 @@ def _alike_searches(dp: IntArray, group: IntArray, saturation: IntArray) -> tupl
     (shape, TP, PP) ``group``, its precision and the sequences a replica of the concurrency ``max(dp x, 2)`` (``x``,
     or 2 where ``dp`` and ``x`` are 1), and its search its ``saturation // dp`` ``(R, L)``: layouts alike in these
     search alike, whatever their DP."""
-    top = np.maximum(saturation // dp, 1)
-    _, firsts, inverse = np.unique(np.vstack((group, dp == 1, top)), axis=1, return_index=True, return_inverse=True)
-    return firsts, inverse.ravel()
+    return _unique_columns(np.vstack((group, dp == 1, np.maximum(saturation // dp, 1))))
+
+
+def _unique_columns(keys: IntArray) -> tuple[IntArray, IntArray]:
+    """``np.unique(keys, axis=1, return_index=True, return_inverse=True)``'s first column of each distinct one, in
+    ascending (lexicographic) order, and each column's (flat), by a stable ``lexsort`` (np.unique sorts the columns as
+    records, compared field by field: several times the instructions on a sweep's few hundred layouts)."""
+    order = np.lexsort(keys[::-1])
+    ordered = keys[:, order]
+    first = np.empty(order.size, dtype=bool)
+    first[:1] = True
+    np.any(ordered[:, 1:] != ordered[:, :-1], axis=0, out=first[1:])
+    inverse = np.empty(order.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return order[first], inverse
 
 
 def _budget_tokens(shapes: Sequence[HardwareShape], w: Workload, lay: Layouts, pairs: TickPairs) -> Array:
@@ -371,6 +399,33 @@ def _group_ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
     return Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, weights_bytes[..., rows], prompt, output)
 
 
+@dataclass(frozen=True, slots=True)
+class MadeTicks:
+    """Ticks of the layouts ``rows`` (:func:`_group_ticks`) and the KV factors and weight bytes they were formed from."""
+
+    rows: IntArray
+    kv: KvFactors
+    weights_bytes: FloatArray
+    ticks: Ticks
+
+
+def _made_alike(made: Sequence[MadeTicks], rows: IntArray, kv: KvFactors, weights_bytes: FloatArray
+                ) -> Ticks | None:
+    """Ticks already formed (``made``) that :func:`_group_ticks` would form again from ``rows``, ``kv`` and
+    ``weights_bytes``, else None: the same layouts, and equal every term a Ticks reads of the KV factors (a
+    sequence's length sizes the memory, not the step: the limit search's factors at one context serve the grid's)
+    and of the weights, so the same construction (a Ticks reads its layouts together: only the same set is reused)."""
+    for m in made:
+        if (np.array_equal(m.rows, rows) and np.array_equal(m.weights_bytes, weights_bytes)
+                and np.array_equal(m.kv.read_bytes, kv.read_bytes) and np.array_equal(m.kv.stage_layers, kv.stage_layers)
+                and m.kv.n_layers == kv.n_layers and m.kv.state_per_sequence == kv.state_per_sequence
+                and m.kv.kv_caches == kv.kv_caches
+                and (m.kv.cross_read is None) == (kv.cross_read is None)
+                and (kv.cross_read is None or np.array_equal(m.kv.cross_read, kv.cross_read))):
+            return m.ticks
+    return None
+
+
 def _on_pairs(base: Ticks, group: IntArray) -> Ticks:
     """``base`` (:func:`_group_ticks`) with each pair's entry at its ``group`` (``base`` itself where that is one a
     row, in order; else a copy, ``base`` left as it was for other pairs)."""
@@ -390,8 +445,8 @@ def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
 def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                   weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
                   media: MediaLoad | None, cross: CrossRequest | None, *, ttft: bool = False,
-                  layouts: IntArray | None = None, tick_groups: tuple[IntArray, IntArray] | None = None
-                  ) -> Callable[[IntArray, BoolArray | None], tuple[FloatArray, FloatArray | None]]:
+                  layouts: IntArray | None = None, tick_groups: tuple[IntArray, IntArray] | None = None,
+                  made: list[MadeTicks] | None = None) -> Callable[[IntArray, BoolArray | None], tuple[FloatArray, FloatArray | None]]:
     """A function of concurrencies ``(M, W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
     decode tokens/s a user at its own precision and (``ttft``, else None) its seconds to the first token: the steady
     step and first chunk :func:`serving_columns` times, the same figures (a pair's ticks read only its own (shape, TP,
@@ -399,7 +454,9 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     formed once a (shape, TP, PP), each precision's put on the pair axis (:func:`_precisions_on_pairs`), and taken at
     each call's (precision, shape, TP, PP, sequences a replica). Given an ``(R, L)`` mask too, only the positions in
     it are timed (the others NaN): a search's settled brackets are not timed again. ``layouts``: the layouts of the
-    last axis ``L`` (default every one); ``tick_groups``: :func:`_tick_groups` of ``lay``, where the caller has it."""
+    last axis ``L`` (default every one); ``tick_groups``: :func:`_tick_groups` of ``lay``, where the caller has it;
+    ``made``: where given, receives the ticks of each (shape, TP, PP) before the precisions are put on pairs, with
+    what they were formed from (:func:`_made_alike`)."""
     kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross, shapes)
     weights_bytes = weights_per_gpu(model, lay, weights)  # memory_terms' weights, the one term the ticks read
     firsts, group_l = _tick_groups(lay) if tick_groups is None else tick_groups
@@ -409,8 +466,10 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     groups, rows = firsts.size, len(weights) * len(kvs)
     one_each = TickPairs(groups=firsts, group=np.arange(groups), batch=np.ones(groups, dtype=np.int64),
                          inverse=np.zeros((1, 1), dtype=np.int64))
-    base = _precisions_on_pairs(_ticks(model, shapes, spec, lay, weights, kv, weights_bytes, one_each, prompt, output),
-                                len(weights), len(kvs))
+    group_ticks = _ticks(model, shapes, spec, lay, weights, kv, weights_bytes, one_each, prompt, output)
+    if made is not None:
+        made.append(MadeTicks(firsts, kv, weights_bytes, group_ticks))
+    base = _precisions_on_pairs(group_ticks, len(weights), len(kvs))
     budget = np.tile(_budget_tokens(shapes, spec.workload, lay, one_each), rows)
     row_of = np.arange(rows)[:, None]
 
@@ -431,22 +490,23 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         # sequences a replica, then precision, then (shape, TP, PP): ascending, in order of the first
         key = (-(-conc // dp) * rows + row) * groups + group
         pair, inverse = np.unique(key, return_inverse=True)
-        at = pair % (rows * groups)  # precision r's (shape, TP, PP) g at r x G + g
-        batch = (pair // (rows * groups)).astype(np.float64)[None, :]
+        sequences, at = np.divmod(pair, rows * groups)  # precision r's (shape, TP, PP) g at r x G + g
+        batch = sequences.astype(np.float64)[None, :]
         step, first = np.empty((2, 1, 1, 1, batch.size))
         ticks = copy.copy(base).expanded(at)
-        user = (_user_output_tokens(batch, prompt, output, budget[at]), step)
+        budget_at = budget.take(at)
+        user = (_user_output_tokens(batch, prompt, output, budget_at), step)
         # a request takes O mean steps (one output: all of its step): with a TTFT, the full steady step too
         full = np.empty_like(step) if ttft and (batch > 1.0).any() else None
-        _steady_steps(ticks, batch, prompt, (user,) if full is None else (user, (output, full)), budget[at])
+        _steady_steps(ticks, batch, prompt, (user,) if full is None else (user, (output, full)), budget_at)
         where = inverse.reshape(conc.shape)
-        speed: FloatArray = 1.0 / step[0, 0, 0, where]
+        speed: FloatArray = np.divide(1.0, step[0, 0, 0]).take(where)  # each pair's once, then at its positions
         if not ttft:
             return speed, None
-        _time_to_first_token(ticks, budget[at], batch, prompt, first)
+        _time_to_first_token(ticks, budget_at, batch, prompt, first)
         if full is not None:
             _little_ttft(first, batch, output, full, step)
-        return speed, first[0, 0, 0, where]
+        return speed, first[0, 0, 0].take(where)
 
     return figures
 
