@@ -85,6 +85,56 @@ CMDS = [
 ]
 
 
+# recfast (stop 59): the ladder under per-user limits (floors, TTFT limits, both; dense and MoE, three engines, several
+# GPUs), --max-usd, prompt/output requests past the token budget, encoder-decoder and vision, training, diffusion,
+# and answers that nothing meets
+CMDS += [
+    "llama-3.1-70b --context 8192 --term 1month --lower-precision --min-tokens-per-s-per-user 33.3",
+    "llama-3.1-70b --context 8192 --term 1month --lower-precision --min-tokens-per-s-per-user 20 --max-ttft-s 2",
+    "llama-3.1-70b --context 8192 --term 1month --lower-precision --max-ttft-s 1",
+    "llama-3.1-70b --context 8192 --term 1month --lower-precision --top 10",
+    "llama-3.1-70b --context 8192 --lower-precision --min-tokens-per-s 50 --max-ttft-s 0.5 --top 10",
+    "llama-3.1-8b --context 4096 --min-tokens-per-s-per-user 100",
+    "llama-3.1-8b --context 4096 --max-ttft-s 0.2 --engine trtllm",
+    "llama-3.1-8b --context 4096 --min-tokens-per-s 60 --max-ttft-s 1 --engine sglang",
+    "llama-3.1-70b --context 8192 --engine trtllm --min-tokens-per-s 25 --max-ttft-s 3",
+    "llama-3.1-70b --context 8192 --engine sglang --gpu h200 --min-tokens-per-s 30",
+    "qwen3-30b-a3b --context 8192 --min-tokens-per-s 50",
+    "qwen3-30b-a3b --context 8192 --min-tokens-per-s 40 --max-ttft-s 1 --lower-precision",
+    "qwen3-235b-a22b --context 8192 --min-tokens-per-s 20 --max-ttft-s 2",
+    "qwen3-235b-a22b --context 8192 --engine trtllm --min-tokens-per-s 30",
+    "qwen3-235b-a22b --context 8192 --engine sglang --lower-precision --max-ttft-s 2",
+    "deepseek-v3 --context 8192 --gpu h200 --min-tokens-per-s 33.3",
+    "deepseek-v3 --context 8192 --gpu b200 --engine trtllm --min-tokens-per-s 20 --max-ttft-s 2",
+    "deepseek-v3 --context 4096 --engine sglang --gpu h200 --max-ttft-s 1.5",
+    "mixtral-8x7b-v0.1 --context 8192 --max-usd 20000 --min-tokens-per-s 30",
+    "mixtral-8x7b-v0.1 --context 8192 --lower-precision --max-ttft-s 1",
+    "llama-3.1-405b --context 8192 --lower-precision --min-tokens-per-s 20 --max-ttft-s 4",
+    "llama-3.1-405b --context 8192 --gpu mi300x --min-tokens-per-s 15",
+    "gemma-3-27b --context 8192 --min-tokens-per-s 40 --max-ttft-s 1",
+    "llama-3.1-8b --gpu rtx-4090 --min-tokens-per-s 50",
+    "llama-3.1-8b --prompt 1000 --output-tokens 200 --min-tokens-per-s 80 --max-ttft-s 0.5",
+    "llama-3.1-8b --prompt 1000 --output-tokens 1 --max-ttft-s 0.5",
+    "llama-3.1-8b --prompt 3000 --output-tokens 1 --concurrency 16",
+    "llama-3.1-8b --prompt 20000 --output-tokens 50 --min-tokens-per-s 30",
+    "llama-3.1-70b --prompt 6000 --output-tokens 100 --lower-precision --max-ttft-s 3",
+    "qwen2.5-vl-7b --min-tokens-per-s 40 --max-ttft-s 1",
+    "whisper-large-v3 --min-tokens-per-s 40",
+    "t5-base --max-ttft-s 0.1",
+    "llama-3.1-70b --context 8192 --concurrency 32 --max-usd 5000",
+    "llama-3.1-70b --context 32k --lower-precision --min-tokens-per-s 20",
+    "qwen2.5-7b --context 8192 --kv-cache fp8,bf16 --weights bf16,fp8 --min-tokens-per-s 70 --max-ttft-s 0.3",
+    "llama-3.1-8b --context 4096 --gpu mi300x --mbu 0.6 --min-tokens-per-s 90",
+    "llama-3.1-70b --task train --tokens 1e11 --max-usd 100000",
+    "qwen3-30b-a3b --task train --tokens 1e10",
+    "mixtral-8x7b-v0.1 --task train --term 1month",
+    "sd-3.5-large --term 1month",
+    "flux.1-dev --term 1w",
+    "llama-3.1-70b --context 8192 --min-tokens-per-s 10000",
+    "llama-3.1-70b --context 8192 --max-ttft-s 0.0001",
+]
+
+
 def run(argv: list[str]) -> tuple[object, str, str]:
     """Exit code, stdout and stderr of ``anchorgpu ARGV`` in this process, at the fixed clock."""
     out, err = io.StringIO(), io.StringIO()

@@ -27,9 +27,9 @@ def test_the_limit_searchs_first_token_is_the_rows_on_both_sides_of_the_token_bu
     seen: list[tuple[object, ...]] = []
     searched = sweep_serving._limit_rungs
 
-    def keep(*args: object) -> np.ndarray:
+    def keep(*args: object, **kwargs: object) -> np.ndarray:
         seen.append(args)
-        return searched(*args)  # type: ignore[arg-type]
+        return searched(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(sweep_serving, "_limit_rungs", keep)
     model = load_model("llama-3.1-8b")

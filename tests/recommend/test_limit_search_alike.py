@@ -65,8 +65,8 @@ def test_layouts_searched_once_a_set_get_every_layouts_own_rung(limits: UserLimi
     seen: list[tuple[tuple[object, ...], np.ndarray]] = []
     searched = sweep_serving._limit_rungs
 
-    def keep(*args: object) -> np.ndarray:
-        rungs = searched(*args)  # type: ignore[arg-type]
+    def keep(*args: object, **kwargs: object) -> np.ndarray:
+        rungs = searched(*args, **kwargs)  # type: ignore[arg-type]
         seen.append((args, rungs))
         return rungs
 
@@ -85,3 +85,20 @@ def test_layouts_searched_once_a_set_get_every_layouts_own_rung(limits: UserLimi
     assert np.array_equal(rungs, every)
     firsts, _ = sweep_serving._alike_searches(lay.dp, sweep_serving._tick_groups(lay)[1], saturation)  # type: ignore[attr-defined]
     assert firsts.size < len(lay)  # layouts that differ only in DP share a search
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_alike_sets_are_numpys_unique_columns(seed: int) -> None:
+    """_alike_searches' sets by a stable lexsort (recfast, stop 59) are np.unique(axis=1)'s: the same first column of
+    each distinct one, in the same order, and the same set of every column, over keys with many repeats (few
+    groups, DPs and saturations, as a catalog sweep has) and none."""
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 400))
+    group = rng.integers(0, 1 + size // (1 + seed), size)
+    dp = rng.choice(np.array([1, 2, 3, 4, 8]), size)
+    saturation = rng.integers(1, 3 + 40 * seed, (1 + seed % 3, size))
+    keys = np.vstack((group, dp == 1, np.maximum(saturation // dp, 1)))
+    _, firsts, inverse = np.unique(keys, axis=1, return_index=True, return_inverse=True)
+    got_firsts, got_inverse = sweep_serving._alike_searches(dp, group, saturation)  # type: ignore[attr-defined]
+    assert got_firsts.tolist() == firsts.tolist()
+    assert got_inverse.tolist() == inverse.ravel().tolist()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +33,12 @@ from anchorgpu.planner.media import MediaLoad
 from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
 from anchorgpu.planner.sweep_grid import Layouts, TickPairs, tick_pairs
 from anchorgpu.planner.sweep_serving_memory import CrossRequest, KvFactors, kv_factors, memory_terms, weights_per_gpu
+from anchorgpu.planner.sweep_serving_steps import little_ttft as _little_ttft
+from anchorgpu.planner.sweep_serving_steps import request_step as _request_step
+from anchorgpu.planner.sweep_serving_steps import steady_step as _steady_step
+from anchorgpu.planner.sweep_serving_steps import steady_steps as _steady_steps
+from anchorgpu.planner.sweep_serving_steps import time_to_first_token as _time_to_first_token
+from anchorgpu.planner.sweep_serving_steps import user_output_tokens as _user_output_tokens
 from anchorgpu.planner.sweep_serving_ticks import Ticks
 
 if TYPE_CHECKING:
@@ -46,106 +52,6 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 Array = npt.NDArray[Any]
 Progress = Callable[[int, int], None]
-
-
-def _others_output_tokens(batch: FloatArray, out_tokens: int) -> FloatArray | int:
-    """:func:`~anchorgpu.planner.speed.batching.others_output_tokens` of every pair's sequences ``(1, P)``: the
-    outputs a user's steady state between its tokens is timed at (the other ``B - 1`` users' prompts only)."""
-    if out_tokens == 1:
-        return out_tokens
-    others = batch - 1.0
-    return np.divide(out_tokens * batch, others, out=np.full_like(batch, np.inf), where=others > 0)
-
-
-def _user_output_tokens(batch: FloatArray, prompt: int, out_tokens: int, budget_tokens: FloatArray
-                        ) -> FloatArray | int:
-    """The outputs a user's step between its tokens is timed at ``(1, P)``: :func:`_others_output_tokens`, or past
-    the token budget :func:`~anchorgpu.planner.speed.batching.prompt_bound_output_tokens` (``T - B`` prompt tokens a
-    step)."""
-    others = _others_output_tokens(batch, out_tokens)
-    if out_tokens <= 1:
-        return others
-    bound = (batch > 1.0) & (budget_tokens > batch) & (batch * (1.0 + prompt / out_tokens) > budget_tokens)
-    if not bound.any():
-        return others
-    room = np.where(bound, budget_tokens - batch, 1.0)
-    return np.where(bound, np.maximum(others, batch * prompt / room), others)
-
-
-def _little_ttft(ttft: FloatArray, batch: FloatArray, out_tokens: int, step: FloatArray,
-                 user_step: FloatArray) -> FloatArray:
-    """:func:`~anchorgpu.planner.speed.batching.little_ttft_s` in place on ``ttft`` ``(W, K, 1, P)`` where the pairs
-    run more than one sequence ``batch`` ``(1, P)``: the request's ``O`` mean steps less its ``O - 1`` between tokens
-    (one output: all of its step), at least its own chunks."""
-    many = batch > 1.0
-    if many.any():
-        queued = out_tokens * step - (out_tokens - 1) * user_step
-        np.copyto(ttft, np.maximum(ttft, queued), where=many)
-    return ttft
-
-
-def _request_step(step: FloatArray, ttft: FloatArray, user_step: FloatArray, out_tokens: int) -> FloatArray:
-    """:func:`~anchorgpu.planner.speed.request_cycle.request_step_s` in place on ``step`` ``(W, K, 1, P)``: the mean step
-    the output rate is timed at, at least the request's time to first token and ``O - 1`` gaps over ``O``."""
-    cycle = user_step * (out_tokens - 1)
-    cycle += ttft
-    cycle /= out_tokens
-    return np.maximum(step, cycle, out=step)
-
-
-def _steady_step(ticks: Ticks, batch: FloatArray, prompt: int, out_tokens: int | FloatArray,
-                 budget_tokens: FloatArray, out: FloatArray) -> FloatArray:
-    """Seconds per step at the steady state (speed.serving._steady) of the pairs ``(1, P)`` (:func:`tick_pairs`, in
-    order of their sequences a replica), written into ``out`` ``(W, K, 1, P)``: B*I/O prompt tokens a step, spread over every step when
-    they fill a chunk, else whole chunks (up to the step's token budget) in that share of the steps, a step without
-    a chunk being the chunk step's light tick. Each form computed only over the pairs from the first that takes it
-    to the last (those that spread their prompts run the most sequences: a few, at the end)."""
-    prefill_avg = batch * prompt / out_tokens
-    chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
-    share = prefill_avg / chunk
-    # over pipeline stages, between one chunk a cycle and one a micro-batch: ``share`` micro-batches carry a chunk
-    spread = ((share >= 1.0) & ((ticks.pp <= 1) | (share >= ticks.groups(batch))))[0]
-    spread_at = np.flatnonzero(spread)
-    if spread_at.size == spread.size:
-        np.copyto(out, ticks.step(batch, prefill_avg))
-        return out
-    at = _span(np.flatnonzero(~spread))
-    part, batch_at, share_at = ticks.part(at), batch[:, at], share[:, at]
-    groups, heavy, light = part.chunk_ticks(batch_at, chunk[:, at])
-    mixed = part.chunk_step(groups, heavy, light, batch_at, chunks=np.maximum(share_at, 1.0))
-    weight = np.minimum(share_at, 1.0)
-    mixed *= weight
-    light = part.decode_only_step(batch_at, light)  # a step without a chunk
-    light *= 1.0 - weight
-    mixed += light
-    out[..., at] = mixed
-    if spread_at.size:
-        at = _span(spread_at)
-        np.copyto(out[..., at], ticks.part(at).step(batch[:, at], prefill_avg[:, at]), where=spread[at])
-    return out
-
-
-def _span(positions: IntArray) -> slice:
-    """The slice from the first of ``positions`` (sorted, not empty) to the last."""
-    return slice(int(positions[0]), int(positions[-1]) + 1)
-
-
-def _time_to_first_token(ticks: Ticks, budget_tokens: FloatArray, batch: FloatArray, prompt: int,
-                         out: FloatArray) -> FloatArray:
-    """Seconds to the first token, written into ``out`` ``(W, K, C, L)``: the prompt's chunks, each sharing a step
-    with the other running sequences.
-
-    A chunk's step is its micro-batch's way through every stage, ``pp`` ticks that carry it (speed.serving._step
-    with ``first_token``): never shorter than what one stage does in that time, the chunk's tick and the other
-    micro-batches' ticks without it (fewer tokens, so shorter: each term of a tick grows with its tokens, the
-    elementwise one strictly, by far more than a rounding), so the ticks without the chunk are not formed."""
-    others = batch - 1.0
-    room = np.maximum(1.0, budget_tokens - others)
-    chunks = np.ceil(prompt / room)
-    chunk = prompt / chunks  # the budget's chunks and the remainder, timed as that many even ones (speed.batching._ttft)
-    through = ticks.tick(others / ticks.groups(others), chunk)
-    through *= ticks.pp
-    return np.multiply(ticks.hosted(through, others), chunks, out=out)
 
 
 def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
@@ -223,13 +129,14 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if cross is not None:
         prompt, output = cross.prompt_tokens, cross.output_tokens
     conc = np.array(concs, dtype=np.int64)[:, None]  # (C, 1); with each layout's saturation, (C + W x K, L)
+    made: list[MadeTicks] = []  # the limit search's ticks of each (shape, TP, PP), where it ran
     if saturation:
         from anchorgpu.planner.sweep_saturation import saturation_rungs
 
         rungs = saturation_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
         if limits is not None and limits.any:
             rungs = np.concatenate((rungs, _limit_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt,
-                                                         output, media, cross, limits, rungs)))
+                                                         output, media, cross, limits, rungs, made=made)))
         conc = np.concatenate((np.broadcast_to(conc, (len(concs), len(lay))), rungs))
         contexts = (*contexts, *(contexts[-1],) * len(rungs))
     grid = (len(lay), len(weights), len(kvs), conc.shape[0])
@@ -245,12 +152,14 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     batch = pairs.batch.astype(np.float64)[None, :]
     # what outlives the ticks made before them, so that the ticks' memory, freed, is left in one piece
     step, user_step, ttft = np.empty((3, *grid[1:3], 1, batch.size))
-    base = _group_ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs.groups, prompt, output)
+    base = _made_alike(made, pairs.groups, kv, mem.weights)
+    if base is None:
+        base = _group_ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs.groups, prompt, output)
     ticks = _on_pairs(base, pairs.group)
-    _steady_step(ticks, batch, prompt, output, budget_tokens, step)
-    # a user's step between its tokens: the other users' prompts only (speed.batching.others_output_tokens)
-    _steady_step(ticks, batch, prompt, _user_output_tokens(batch, prompt, output, budget_tokens), budget_tokens,
-                 user_step)
+    # and a user's step between its tokens: the other users' prompts only (speed.batching.others_output_tokens)
+    _steady_steps(ticks, batch, prompt, ((output, step),
+                                         (_user_output_tokens(batch, prompt, output, budget_tokens), user_step)),
+                  budget_tokens)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     _little_ttft(ttft, batch, output, step, user_step)  # a request takes O mean steps (Little's law)
     _request_step(step, ttft, user_step, output)  # and at least its first token and O - 1 gaps (the rate's step)
@@ -288,16 +197,17 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
 
 def _limit_rungs(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                  weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
-                 media: MediaLoad | None, cross: CrossRequest | None, limits: UserLimits, saturation: IntArray
-                 ) -> IntArray:
+                 media: MediaLoad | None, cross: CrossRequest | None, limits: UserLimits, saturation: IntArray,
+                 *, made: list[MadeTicks] | None = None) -> IntArray:
     """:func:`~anchorgpu.planner.sweep_floor.limit_rungs` of every layout, searched once a set of layouts it finds
-    alike (:func:`_alike_searches`): the same count of sequences a replica, each layout's rung formed from it."""
+    alike (:func:`_alike_searches`): the same count of sequences a replica, each layout's rung formed from it.
+    ``made``: where given, receives the ticks the search formed (:func:`_user_figures`)."""
     from anchorgpu.planner.sweep_floor import limit_sequences, rung_of
 
     groups = _tick_groups(lay)
     firsts, inverse = _alike_searches(lay.dp, groups[1], saturation)
     figures = _user_figures(model, shapes, spec, lay, weights, kvs, context_tokens, prompt, output, media, cross,
-                            ttft=limits.max_ttft_s is not None, layouts=firsts, tick_groups=groups)
+                            ttft=limits.max_ttft_s is not None, layouts=firsts, tick_groups=groups, made=made)
     seqs = limit_sequences(lambda c, asked: limits.met(*figures(c, asked)), lay.dp[firsts], saturation[:, firsts])
     return np.minimum(rung_of(lay.dp, seqs[:, inverse]), np.maximum(saturation, 2))
 
@@ -315,9 +225,21 @@ def _alike_searches(dp: IntArray, group: IntArray, saturation: IntArray) -> tupl
     (shape, TP, PP) ``group``, its precision and the sequences a replica of the concurrency ``max(dp x, 2)`` (``x``,
     or 2 where ``dp`` and ``x`` are 1), and its search its ``saturation // dp`` ``(R, L)``: layouts alike in these
     search alike, whatever their DP."""
-    top = np.maximum(saturation // dp, 1)
-    _, firsts, inverse = np.unique(np.vstack((group, dp == 1, top)), axis=1, return_index=True, return_inverse=True)
-    return firsts, inverse.ravel()
+    return _unique_columns(np.vstack((group, dp == 1, np.maximum(saturation // dp, 1))))
+
+
+def _unique_columns(keys: IntArray) -> tuple[IntArray, IntArray]:
+    """``np.unique(keys, axis=1, return_index=True, return_inverse=True)``'s first column of each distinct one, in
+    ascending (lexicographic) order, and each column's (flat), by a stable ``lexsort`` (np.unique sorts the columns as
+    records, compared field by field: several times the instructions on a sweep's few hundred layouts)."""
+    order = np.lexsort(keys[::-1])
+    ordered = keys[:, order]
+    first = np.empty(order.size, dtype=bool)
+    first[:1] = True
+    np.any(ordered[:, 1:] != ordered[:, :-1], axis=0, out=first[1:])
+    inverse = np.empty(order.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return order[first], inverse
 
 
 def _budget_tokens(shapes: Sequence[HardwareShape], w: Workload, lay: Layouts, pairs: TickPairs) -> Array:
@@ -347,6 +269,36 @@ def _group_ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
     return Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, weights_bytes[..., rows], prompt, output)
 
 
+@dataclass(frozen=True, slots=True)
+class MadeTicks:
+    """Ticks of the layouts ``rows`` (:func:`_group_ticks`) and the KV factors and weight bytes they were formed from."""
+
+    rows: IntArray
+    kv: KvFactors
+    weights_bytes: FloatArray
+    ticks: Ticks
+
+
+def _made_alike(made: Sequence[MadeTicks], rows: IntArray, kv: KvFactors, weights_bytes: FloatArray
+                ) -> Ticks | None:
+    """Ticks already formed (``made``) that :func:`_group_ticks` would form again from ``rows``, ``kv`` and
+    ``weights_bytes``, else None: the same layouts, and equal every term a Ticks reads of the KV factors (a
+    sequence's length sizes the memory, not the step: the limit search's factors at one context serve the grid's)
+    and of the weights, so the same construction (a Ticks reads its layouts together: only the same set is reused)."""
+    for m in made:
+        if (np.array_equal(m.rows, rows) and np.array_equal(m.weights_bytes, weights_bytes)
+                and np.array_equal(m.kv.read_bytes, kv.read_bytes) and np.array_equal(m.kv.stage_layers, kv.stage_layers)
+                and m.kv.n_layers == kv.n_layers and m.kv.state_per_sequence == kv.state_per_sequence
+                and m.kv.kv_caches == kv.kv_caches
+                and _both_none_or_equal(m.kv.cross_read, kv.cross_read)):
+            return m.ticks
+    return None
+
+
+def _both_none_or_equal(a: FloatArray | None, b: FloatArray | None) -> bool:
+    return b is None if a is None else b is not None and np.array_equal(a, b)
+
+
 def _on_pairs(base: Ticks, group: IntArray) -> Ticks:
     """``base`` (:func:`_group_ticks`) with each pair's entry at its ``group`` (``base`` itself where that is one a
     row, in order; else a copy, ``base`` left as it was for other pairs)."""
@@ -366,8 +318,8 @@ def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
 def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                   weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
                   media: MediaLoad | None, cross: CrossRequest | None, *, ttft: bool = False,
-                  layouts: IntArray | None = None, tick_groups: tuple[IntArray, IntArray] | None = None
-                  ) -> Callable[[IntArray, BoolArray | None], tuple[FloatArray, FloatArray | None]]:
+                  layouts: IntArray | None = None, tick_groups: tuple[IntArray, IntArray] | None = None,
+                  made: list[MadeTicks] | None = None) -> Callable[[IntArray, BoolArray | None], tuple[FloatArray, FloatArray | None]]:
     """A function of concurrencies ``(M, W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
     decode tokens/s a user at its own precision and (``ttft``, else None) its seconds to the first token: the steady
     step and first chunk :func:`serving_columns` times, the same figures (a pair's ticks read only its own (shape, TP,
@@ -375,7 +327,9 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     formed once a (shape, TP, PP), each precision's put on the pair axis (:func:`_precisions_on_pairs`), and taken at
     each call's (precision, shape, TP, PP, sequences a replica). Given an ``(R, L)`` mask too, only the positions in
     it are timed (the others NaN): a search's settled brackets are not timed again. ``layouts``: the layouts of the
-    last axis ``L`` (default every one); ``tick_groups``: :func:`_tick_groups` of ``lay``, where the caller has it."""
+    last axis ``L`` (default every one); ``tick_groups``: :func:`_tick_groups` of ``lay``, where the caller has it;
+    ``made``: where given, receives the ticks of each (shape, TP, PP) before the precisions are put on pairs, with
+    what they were formed from (:func:`_made_alike`)."""
     kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross, shapes)
     weights_bytes = weights_per_gpu(model, lay, weights)  # memory_terms' weights, the one term the ticks read
     firsts, group_l = _tick_groups(lay) if tick_groups is None else tick_groups
@@ -385,8 +339,10 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     groups, rows = firsts.size, len(weights) * len(kvs)
     one_each = TickPairs(groups=firsts, group=np.arange(groups), batch=np.ones(groups, dtype=np.int64),
                          inverse=np.zeros((1, 1), dtype=np.int64))
-    base = _precisions_on_pairs(_ticks(model, shapes, spec, lay, weights, kv, weights_bytes, one_each, prompt, output),
-                                len(weights), len(kvs))
+    group_ticks = _ticks(model, shapes, spec, lay, weights, kv, weights_bytes, one_each, prompt, output)
+    if made is not None:
+        made.append(MadeTicks(firsts, kv, weights_bytes, group_ticks))
+    base = _precisions_on_pairs(group_ticks, len(weights), len(kvs))
     budget = np.tile(_budget_tokens(shapes, spec.workload, lay, one_each), rows)
     row_of = np.arange(rows)[:, None]
 
@@ -407,20 +363,23 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         # sequences a replica, then precision, then (shape, TP, PP): ascending, in order of the first
         key = (-(-conc // dp) * rows + row) * groups + group
         pair, inverse = np.unique(key, return_inverse=True)
-        at = pair % (rows * groups)  # precision r's (shape, TP, PP) g at r x G + g
-        batch = (pair // (rows * groups)).astype(np.float64)[None, :]
+        sequences, at = np.divmod(pair, rows * groups)  # precision r's (shape, TP, PP) g at r x G + g
+        batch = sequences.astype(np.float64)[None, :]
         step, first = np.empty((2, 1, 1, 1, batch.size))
         ticks = copy.copy(base).expanded(at)
-        _steady_step(ticks, batch, prompt, _user_output_tokens(batch, prompt, output, budget[at]), budget[at], step)
+        budget_at = budget.take(at)
+        user = (_user_output_tokens(batch, prompt, output, budget_at), step)
+        # a request takes O mean steps (one output: all of its step): with a TTFT, the full steady step too
+        full = np.empty_like(step) if ttft and (batch > 1.0).any() else None
+        _steady_steps(ticks, batch, prompt, (user,) if full is None else (user, (output, full)), budget_at)
         where = inverse.reshape(conc.shape)
-        speed: FloatArray = 1.0 / step[0, 0, 0, where]
+        speed: FloatArray = np.divide(1.0, step[0, 0, 0]).take(where)  # each pair's once, then at its positions
         if not ttft:
             return speed, None
-        _time_to_first_token(ticks, budget[at], batch, prompt, first)
-        if (batch > 1.0).any():  # a request takes O mean steps (one output: all of its step): the full steady step too
-            full = _steady_step(ticks, batch, prompt, output, budget[at], np.empty_like(step))
+        _time_to_first_token(ticks, budget_at, batch, prompt, first)
+        if full is not None:
             _little_ttft(first, batch, output, full, step)
-        return speed, first[0, 0, 0, where]
+        return speed, first[0, 0, 0].take(where)
 
     return figures
 

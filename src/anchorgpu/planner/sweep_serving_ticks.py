@@ -243,13 +243,22 @@ class Ticks:
             self.host = self.host * lay.pp
         pp_bw, self.pp_lat = links(shapes, lay, lay.tp * lay.pp, network=False)
         self.pp_rate = pp_bw * cal.link_efficiency
+        # the terms no tick of this model reads, dropped so that taking the ticks at pairs (expanded, part) skips
+        # them: the bandwidth (read above only), a MoE's weights read per tick and its experts' rows
+        del self.bw_mem
+        if model.moe is None or not model.params_total:
+            del self.weights, self.bw_mbu
+        if not self.expert_share:
+            del self.expert_ratio, self.half_tokens
+        if not self.prompt_apart:  # the prompt's attention runs fused with the decodes'
+            del self.prompt_rate, self.attn_pre_apart
 
     def expanded(self, rows: IntArray) -> Ticks:
         """These ticks with every per-layout term (each array, on its last axis) taken at ``rows``: the ticks of
         layouts that share all a tick reads (:func:`~anchorgpu.planner.sweep_grid.tick_pairs`), the same values."""
         for name, value in vars(self).items():
             if isinstance(value, np.ndarray):
-                setattr(self, name, np.take(value, rows, axis=-1))
+                setattr(self, name, value.take(rows, axis=-1))
         return self
 
     def part(self, at: slice) -> Ticks:
