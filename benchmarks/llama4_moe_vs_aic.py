@@ -1,12 +1,13 @@
-"""Llama 4's routed-expert layer, the planner's against AIConfigurator's measured one (moe_small_batch_findings.md,
+"""A mixture of experts' routed-expert layer (first written for Llama 4; any shape AIConfigurator's tables hold
+since stop 59's ``moeexpert``), the planner's against AIConfigurator's measured one (moe_small_batch_findings.md,
 stop 58). Dev tooling; reads no constant it does not print, writes only the CSV below.
 
     benchmarks/.aic-venv/bin/python benchmarks/llama4_moe_vs_aic.py export          # AIC tables -> /tmp CSV
     PYTHONPATH=src .venv/bin/python benchmarks/llama4_moe_vs_aic.py PL4M-H200-128/128 PL4S-H100-1000/2000
 
 ``export`` keeps the rows of aiconfigurator-core 0.12.0's ``systems/data/<gpu>/moe/trtllm/1.3.0rc20/moe_perf.parquet``
-with Llama 4's expert shape (hidden 5,120, expert width 8,192, top 1), balanced routing, MoE TP 1 (the rows' EP over
-their TP GPUs). Per row and token count: AIC's fastest kernel for the row's experts, EP = the row's TP and weight
+with balanced routing, MoE TP 1 (the rows' EP over their TP GPUs); ``compare`` picks the row's model's expert shape
+(hidden, expert width, top k, experts). Per row and token count: AIC's fastest kernel for the row's experts, EP = the row's TP and weight
 format, against the planner's routed part of one MoE layer at the row's constants: the experts' weight read (the
 touched share), their products, the rows falloff (``moe_expert_half_tokens``), under the soft roofline.
 """
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 
 CSV = Path("/tmp/aic_llama4_moe.csv")
-AIC = (Path("/work/main/benchmarks/.aic-venv")  # installed in the main checkout only
+AIC = (Path(__file__).parent / ".aic-venv"  # this checkout's AIConfigurator venv (ignored by git)
        / "lib/python3.11/site-packages/aiconfigurator_core/systems/data")
 GPU = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "gb200": "gb200", "b200": "b200_sxm"}
 
@@ -28,10 +29,10 @@ def export() -> None:
     parts = []
     for gpu in GPU.values():
         d = pd.read_parquet(AIC / gpu / "moe/trtllm/1.3.0rc20/moe_perf.parquet")
-        d = d[(d.hidden_size == 5120) & (d.inter_size == 8192) & (d.topk == 1) & (d.distribution == "balanced")
-              & (d.moe_tp_size == 1)]
+        d = d[(d.distribution == "balanced") & (d.moe_tp_size == 1)]
         parts.append(d.assign(gpu=gpu))
-    cols = ["gpu", "kernel_source", "moe_dtype", "num_tokens", "num_experts", "moe_ep_size", "latency"]
+    cols = ["gpu", "kernel_source", "moe_dtype", "hidden_size", "inter_size", "topk", "num_tokens", "num_experts",
+            "moe_ep_size", "latency"]
     pd.concat(parts)[cols].to_csv(CSV, index=False)
 
 
@@ -56,9 +57,11 @@ def compare(ids: list[str]) -> None:
         layers = moe.num_moe_layers / r["pp"]
         dtype = "nvfp4" if r["weights"] == "nvfp4" else "fp8"
         aic = [x for x in table if x["gpu"] == GPU[r["gpu"]] and int(x["num_experts"]) == moe.num_experts
-               and x["moe_dtype"] == dtype and int(x["moe_ep_size"]) == r["tp"]]
+               and x["moe_dtype"] == dtype and int(x["moe_ep_size"]) == r["tp"]
+               and int(x["hidden_size"]) == p.model.hidden_size and int(x["topk"]) == moe.experts_per_token
+               and int(x["inter_size"]) == moe.expert_intermediate_size]
         print(f"{rid}: {moe.num_experts} experts, EP {r['tp']}, {dtype}, half {c.expert_half_tokens:.0f} rows")
-        for tokens in (256, 1024, 4096, 8192, 16384):
+        for tokens in (16, 64, 256, 1024, 4096, 8192, 16384):
             touched = 1 - c.miss_per_token ** (tokens * c.expert_token_scale)
             flops_s = c.expert_share * tokens * 2 * c.matmul_params / c.split / layers
             rows = tokens * c.expert_token_scale * c.route_share
