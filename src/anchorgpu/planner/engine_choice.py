@@ -5,10 +5,10 @@ stdlib only beside the planner's inputs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.inputs import Engine, EngineSource, TrainStack
+from anchorgpu.planner.inputs import Engine, EngineSource, FsdpWrap, TrainStack
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
 
 __all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "engine_weights_refusal",
-           "launch_reach", "launches_stages",
+           "launch_reach", "launch_wrap", "launches_stages",
            "launches_tp_cp", "resolve_engine",
            "resolve_train_stack"]
 
@@ -181,14 +181,37 @@ def launches_tp_cp(recipe: str | None) -> bool:
     return recipe is None or recipe.strip().lower() != "deepspeed"
 
 
-def launch_reach(recipe: str | None) -> dict[str, bool]:
+def launch_wrap(recipe: str | None) -> FsdpWrap:
+    """The FSDP2 units the launch asked for wraps (``Workload.fsdp_wrap``): ``--recipe accelerate`` writes
+    ``fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`` (:mod:`anchorgpu.recipes.training`), whose
+    ``utils/fsdp_utils.py`` ``fsdp2_prepare_model`` calls ``fully_shard`` on each ``_no_split_modules`` block and then
+    on the model, the root, holding the embedding, final norm and head; every other launch (the torchrun-fsdp script,
+    DeepSpeed ZeRO-3, none asked for) is counted with torchtitan's ``apply_fsdp`` units.
+
+    >>> launch_wrap(None), launch_wrap("torchrun-fsdp"), launch_wrap("Accelerate")
+    ('torchtitan', 'torchtitan', 'accelerate')
+    """
+    return "accelerate" if recipe is not None and recipe.strip().lower() == "accelerate" else "torchtitan"
+
+
+class LaunchReach(TypedDict):
+    """What :func:`launch_reach` sets on a workload."""
+
+    launch_stages: bool
+    launch_tp_cp: bool
+    fsdp_wrap: FsdpWrap
+
+
+def launch_reach(recipe: str | None) -> LaunchReach:
     """The :class:`~anchorgpu.planner.inputs.Workload` fields that hold the layout to what the launch asked for can
-    run (:func:`launches_stages`, :func:`launches_tp_cp`), for every face that builds a workload from a ``recipe``.
+    run (:func:`launches_stages`, :func:`launches_tp_cp`) and count the FSDP units it wraps (:func:`launch_wrap`), for
+    every face that builds a workload from a ``recipe``.
 
     >>> launch_reach("deepspeed")
-    {'launch_stages': False, 'launch_tp_cp': False}
+    {'launch_stages': False, 'launch_tp_cp': False, 'fsdp_wrap': 'torchtitan'}
     """
-    return {"launch_stages": launches_stages(recipe), "launch_tp_cp": launches_tp_cp(recipe)}
+    return LaunchReach(launch_stages=launches_stages(recipe), launch_tp_cp=launches_tp_cp(recipe),
+                       fsdp_wrap=launch_wrap(recipe))
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:
