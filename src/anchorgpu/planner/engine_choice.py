@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict, cast
 
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.inputs import Engine, EngineSource, FsdpWrap, TrainStack
+from anchorgpu.planner.inputs import Engine, EngineSource, TrainStack
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
 
 __all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "engine_weights_refusal",
-           "launch_reach", "launch_wrap", "launches_stages",
+           "launch_reach", "launches_accelerate", "launches_stages",
            "launches_tp_cp", "resolve_engine",
            "resolve_train_stack"]
 
@@ -181,17 +181,19 @@ def launches_tp_cp(recipe: str | None) -> bool:
     return recipe is None or recipe.strip().lower() != "deepspeed"
 
 
-def launch_wrap(recipe: str | None) -> FsdpWrap:
-    """The FSDP2 units the launch asked for wraps (``Workload.fsdp_wrap``): ``--recipe accelerate`` writes
+def launches_accelerate(recipe: str | None) -> bool:
+    """Whether the launch asked for is accelerate's (``Workload.launch_accelerate``), whose memory differs from the
+    other launches' in two places the plan counts. Its FSDP2: ``--recipe accelerate`` writes
     ``fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`` (:mod:`anchorgpu.recipes.training`), whose
     ``utils/fsdp_utils.py`` ``fsdp2_prepare_model`` calls ``fully_shard`` on each ``_no_split_modules`` block and then
-    on the model, the root, holding the embedding, final norm and head; every other launch (the torchrun-fsdp script,
-    DeepSpeed ZeRO-3, none asked for) is counted with torchtitan's ``apply_fsdp`` units.
+    on the model, the root, holding the embedding, final norm and head (every other launch is counted with
+    torchtitan's ``apply_fsdp`` units). Its DeepSpeed plugin under FP8, whose keys leave ``reduce_bucket_size`` at
+    DeepSpeed's default.
 
-    >>> launch_wrap(None), launch_wrap("torchrun-fsdp"), launch_wrap("Accelerate")
-    ('torchtitan', 'torchtitan', 'accelerate')
+    >>> launches_accelerate(None), launches_accelerate("torchrun-fsdp"), launches_accelerate("Accelerate")
+    (False, False, True)
     """
-    return "accelerate" if recipe is not None and recipe.strip().lower() == "accelerate" else "torchtitan"
+    return recipe is not None and recipe.strip().lower() == "accelerate"
 
 
 class LaunchReach(TypedDict):
@@ -199,19 +201,19 @@ class LaunchReach(TypedDict):
 
     launch_stages: bool
     launch_tp_cp: bool
-    fsdp_wrap: FsdpWrap
+    launch_accelerate: bool
 
 
 def launch_reach(recipe: str | None) -> LaunchReach:
     """The :class:`~anchorgpu.planner.inputs.Workload` fields that hold the layout to what the launch asked for can
-    run (:func:`launches_stages`, :func:`launches_tp_cp`) and count the FSDP units it wraps (:func:`launch_wrap`), for
+    run (:func:`launches_stages`, :func:`launches_tp_cp`) and count what it holds (:func:`launches_accelerate`), for
     every face that builds a workload from a ``recipe``.
 
     >>> launch_reach("deepspeed")
-    {'launch_stages': False, 'launch_tp_cp': False, 'fsdp_wrap': 'torchtitan'}
+    {'launch_stages': False, 'launch_tp_cp': False, 'launch_accelerate': False}
     """
     return LaunchReach(launch_stages=launches_stages(recipe), launch_tp_cp=launches_tp_cp(recipe),
-                       fsdp_wrap=launch_wrap(recipe))
+                       launch_accelerate=launches_accelerate(recipe))
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:

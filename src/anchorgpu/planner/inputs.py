@@ -124,11 +124,6 @@ Offload = Literal["none", "optimizer", "params"]
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
 TrainPrecision = Literal["mixed", "bf16-true", "fp8", "fp4"]
 TrainStack = Literal["megatron", "pytorch"]
-FsdpWrap = Literal["torchtitan", "accelerate"]
-"""How the PyTorch stack's launch wraps a decoder in FSDP2 units (:mod:`~anchorgpu.planner.memory.fsdp_units`):
-torchtitan's ``apply_fsdp`` (the embedding, each block, the final norm with the head: units of their own; the
-torchrun-fsdp script's) or accelerate's ``TRANSFORMER_BASED_WRAP`` (a unit per block; the embedding, final norm and
-head left in the root, gathered from forward through the whole backward: ``--recipe accelerate``)."""
 """The training software a speed estimate is for: ``megatron`` (Megatron-Core with Transformer Engine, NeMo,
 Megatron-Bridge: fused norms, activations and attention, what the constants are fitted on) or ``pytorch`` (PyTorch-
 native stacks such as torchtitan, OLMo-core, llm-foundry and FSDP training scripts: more memory traffic in the
@@ -231,9 +226,11 @@ class Workload:
     # CP at 1 where it runs neither (--recipe deepspeed: engine_choice.launches_tp_cp)
     launch_stages: bool = True
     launch_tp_cp: bool = True
-    # the FSDP2 units the launch wraps (engine_choice.launch_wrap): accelerate's TRANSFORMER_BASED_WRAP keeps the
-    # embedding and head in the root, gathered through the backward (--recipe accelerate); else torchtitan's
-    fsdp_wrap: FsdpWrap = "torchtitan"
+    # True where the launch asked for is accelerate's (--recipe accelerate: engine_choice.launches_accelerate): its
+    # FSDP2 units (TRANSFORMER_BASED_WRAP keeps the embedding, final norm and head in the root, gathered through the
+    # backward; else torchtitan's apply_fsdp units are counted) and, under FP8, its DeepSpeed plugin's default
+    # reduce bucket (the plugin's keys cannot set it; every other accelerate DeepSpeed launch writes ds_config.json)
+    launch_accelerate: bool = False
     cross_entropy: CrossEntropy | None = None  # the loss's implementation (full training); None: the stack's default
     train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that
     optimizer_state: OptimizerState = "fp32"  # AdamW's master and moments under mixed/fp8/fp4 (OPTIMIZER_STATES)

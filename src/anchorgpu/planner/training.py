@@ -114,7 +114,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(pipeline_layout_line(lay.pipeline_layout))
     breakdown: dict[str, int] = {}
     # accelerate's TRANSFORMER_BASED_WRAP (--recipe accelerate) keeps the embedding and head in FSDP2's root
-    root_ends = w.fsdp_wrap == "accelerate" and w.train_stack == "pytorch"
+    root_ends = w.launch_accelerate and w.train_stack == "pytorch"
     if w.task == "train":
         states = full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
                                       w.optimizer, mixed, w.grad_bytes_per_value, stated, w.optimizer_state,
@@ -262,18 +262,21 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     step_extra = 0
     if runs_zero_optimizer(w.train_stack, lay.zero, lay.fsdp, lay.offload,
                            not mixed or (w.task == "train" and w.optimizer_state == "bf16"), lay.tp, lay.cp):
+        # accelerate launches FP8 with its DeepSpeed plugin's keys: DeepSpeed's default bucket (recipes/training.py)
+        plugin_defaults = w.launch_accelerate and w.train_precision == "fp8"
         ds = zero_buffer_terms(rest_gpu / (shards if lay.zero else 1), expert_gpu / (expert_dp if lay.zero else 1),
                                grad_value, update_value,
                                largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank),
                                offload=lay.offload != "none", grads_bytes=grads,
                                expert_grads_bytes=mm.gradient_bytes(expert_gpu, bytes_per_value=grad_value,
                                                                     zero=lay.zero, dp=expert_dp),
-                               activations_bytes=act, hidden_size=model.hidden_size, pp=lay.pp)
+                               activations_bytes=act, hidden_size=model.hidden_size, pp=lay.pp,
+                               plugin_defaults=plugin_defaults)
         breakdown.update(ds)
         grads += ds["zero_reduce_buckets_bytes"] + ds["zero_offload_staging_bytes"]
         step_extra = ds["zero_step_excess_bytes"]
         assumptions.append(zero_buffers_line(ds["zero_reduce_buckets_bytes"], ds["zero_offload_staging_bytes"], step_extra,
-                                             model.hidden_size))
+                                             model.hidden_size, plugin_defaults))
     tensors = weights + grads + master + moments + step_extra + act
     fragmentation = math.ceil(tensors * ov.fragmentation_fraction)
     context = context_bytes(gpu, ov)
