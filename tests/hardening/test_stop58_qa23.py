@@ -48,6 +48,9 @@ def _offload_launched(recipe: dict) -> bool:
         text = files["accelerate_config.yaml"]
         if "distributed_type: FSDP" in text:
             return "fsdp_offload_params: true" in text
+        if "deepspeed_config_file: ds_config.json" in text:  # stop 59 accroot: the DeepSpeed config file it points at
+            zero = json.loads(files["ds_config.json"])["zero_optimization"]
+            return "offload_optimizer" in zero and zero["stage"] >= 1
         stage = int(text.split("zero_stage: ")[1].split()[0])
         return "offload_optimizer_device: cpu" in text and stage >= 1
     fsdp = json.loads(files["anchorgpu_train.json"])["fsdp"]

@@ -170,9 +170,27 @@ def test_accelerate_bf16_true_outside_deepspeed_keeps_bf16_weights(layout: dict[
     assert mixed["mixed_precision"] == "bf16"  # mixed precision unchanged
 
 
-def test_accelerate_mixed_deepspeed_keeps_the_plugin_keys() -> None:
-    doc = _yaml(_files(_train({"zero": 1, "pp": 1}), "accelerate")["accelerate_config.yaml"])
-    assert doc["mixed_precision"] == "bf16" and doc["deepspeed_config"]["zero_stage"] == 1
+def test_accelerate_mixed_deepspeed_writes_the_config_file_the_plan_counts() -> None:
+    """stop 59 accroot: the plugin's keys cannot set reduce_bucket_size (DeepSpeed's default 5e8 values, 0.93 GiB,
+    where the plan counts hidden²: planner/data/deepspeed_zero.json), so a mixed-precision DeepSpeed launch states
+    its ZeRO stage and buckets in ds_config.json, as the deepspeed recipe does, and drops the plugin keys and
+    mixed_precision that accelerate refuses beside the file (DeepSpeedPlugin._deepspeed_config_checks)."""
+    p = _train({"zero": 1, "pp": 1})
+    files = _files(p, "accelerate")
+    doc = _yaml(files["accelerate_config.yaml"])
+    assert "mixed_precision" not in doc and doc["deepspeed_config"]["deepspeed_config_file"] == "ds_config.json"
+    assert "zero_stage" not in doc["deepspeed_config"]
+    zero = json.loads(files["ds_config.json"])["zero_optimization"]
+    assert zero["stage"] == 1 and zero["reduce_bucket_size"] == p.model.hidden_size ** 2
+    assert json.loads(files["ds_config.json"])["bf16"] == {"enabled": True}
+
+
+def test_accelerate_fp8_deepspeed_keeps_the_plugin_keys() -> None:
+    """FP8's mixed_precision is a YAML key accelerate refuses beside a ds_config.json (and ds_config.json has no FP8
+    switch): the plugin keys stay, with DeepSpeed's default bucket stated."""
+    doc_text = _files(_train({"zero": 1, "pp": 1}, train_precision="fp8"), "accelerate")["accelerate_config.yaml"]
+    doc = _yaml(doc_text)
+    assert doc["mixed_precision"] == "fp8" and doc["deepspeed_config"]["zero_stage"] == 1
     assert "deepspeed_config_file" not in doc["deepspeed_config"]
 
 

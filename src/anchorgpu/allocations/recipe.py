@@ -34,6 +34,13 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
 
         # its launch is planned with that engine's memory sizing, and a refusal names --recipe, not an --engine not given
         workload = replace(workload, engine=launched, engine_source="recipe")
+    if workload.task in ("train", "lora", "qlora"):
+        from dataclasses import replace
+
+        from anchorgpu.planner.engine_choice import launches_accelerate
+
+        # the FSDP units that launch wraps (accelerate's root holds the embedding and head): planned as launched
+        workload = replace(workload, launch_accelerate=launches_accelerate(launched))
     body = get_allocation(uow, account_id=account_id, allocation_id=allocation_id, clock=clock)
     if body["state"] in ("terminated", "expired"):
         raise InvalidWorkload(f"allocation {allocation_id} is {body['state']}: its servers are released",

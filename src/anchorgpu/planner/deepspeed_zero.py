@@ -15,7 +15,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.training_states import zero_runs_deepspeed
 
-__all__ = ["DATA_FILE", "ZeroSettings", "largest_param_numel", "offload_staging_bytes", "reduce_bucket_numel",
+__all__ = ["DATA_FILE", "ZeroSettings", "largest_param_numel", "offload_staging_bytes", "plugin_reduce_buckets_bytes", "reduce_bucket_numel",
            "reduce_buckets_bytes",
            "runs_zero_optimizer", "step_gradient_bytes", "step_held_bytes", "zero_buffer_terms", "zero_buffers_line",
            "zero_settings"]
@@ -95,6 +95,19 @@ def reduce_buckets_bytes(s: ZeroSettings, bucket_numel: int, pp: int = 1) -> int
     return (2 if s.overlap_comm and pp == 1 else 1) * bucket_numel * COMM_BYTES
 
 
+def plugin_reduce_buckets_bytes() -> int:
+    """The reduce bucket accelerate's DeepSpeed plugin launches with when no config file is given: its keys (accelerate
+    ``utils/dataclasses.py`` ``DeepSpeedPlugin.__post_init__``: stage, offload devices, clipping, accumulation) set
+    neither ``reduce_bucket_size`` nor ``overlap_comm``, and ``Accelerator._prepare_deepspeed`` fills only keys set to
+    ``"auto"``, so DeepSpeed's defaults hold (:data:`DATA_FILE`): one bucket (``overlap_comm`` resolves to True at
+    stage 3 only) of 5e8 values in bf16.
+
+    >>> plugin_reduce_buckets_bytes()
+    1000000000
+    """
+    return zero_settings().reduce_bucket_size * COMM_BYTES
+
+
 @memo_on_frozen
 def largest_param_numel(model: ModelSpec, tp: int = 1, lora_rank: int = 0) -> int:
     """The largest trainable parameter tensor (elements, split by TP): full training's embedding or output matrix
@@ -155,7 +168,7 @@ def step_held_bytes(rest_numel: float, expert_numel: float, grad_bytes: int, mas
 
 def zero_buffer_terms(rest_numel: float, expert_numel: float, grad_bytes: int, master_bytes: int, largest_numel: int,
                       *, offload: bool, grads_bytes: int, expert_grads_bytes: int, activations_bytes: int,
-                      hidden_size: int, pp: int = 1) -> dict[str, int]:
+                      hidden_size: int, pp: int = 1, plugin_defaults: bool = False) -> dict[str, int]:
     """The breakdown's terms for a :func:`runs_zero_optimizer` layout: ``zero_reduce_buckets_bytes``
     (:func:`reduce_buckets_bytes`), under offload ``zero_offload_staging_bytes`` (the GPU's staging buffer,
     :func:`offload_staging_bytes`; the host's is the plan's ``offloaded_gradient_staging_bytes``), without offload
@@ -163,13 +176,16 @@ def zero_buffer_terms(rest_numel: float, expert_numel: float, grad_bytes: int, m
     ``zero_step_excess_bytes``: what :func:`step_held_bytes` holds beyond the backward pass's peak (the plan's
     gradients ``grads_bytes``, of which the experts' ``expert_grads_bytes``, its activations and the buckets), which
     the plan adds: its peak is the larger of the two. ``rest_numel``/``expert_numel``: the rank's partition.
+    ``plugin_defaults``: accelerate's DeepSpeed plugin keys with no config file (an FP8 plan's launch), which leave
+    ``reduce_bucket_size`` and ``overlap_comm`` at DeepSpeed's defaults (:func:`plugin_reduce_buckets_bytes`).
 
     >>> t = zero_buffer_terms(10**9, 0, 2, 4, 5 * 10**8, offload=False, grads_bytes=2 * 10**9, expert_grads_bytes=0,
     ...                       activations_bytes=10**9, hidden_size=4096)
     >>> t["zero_reduce_buckets_bytes"], t["zero_step_gradient_bytes"], t["zero_step_excess_bytes"]
     (67108864, 6000000000, 4932891136)
     """
-    buckets = reduce_buckets_bytes(zero_settings(), reduce_bucket_numel(hidden_size), pp)
+    buckets = (plugin_reduce_buckets_bytes() if plugin_defaults
+               else reduce_buckets_bytes(zero_settings(), reduce_bucket_numel(hidden_size), pp))
     terms = {"zero_reduce_buckets_bytes": buckets,
              "zero_offload_staging_bytes": offload_staging_bytes(largest_numel) if offload else 0,
              "zero_step_gradient_bytes": 0, "zero_step_excess_bytes": 0}
@@ -181,16 +197,24 @@ def zero_buffer_terms(rest_numel: float, expert_numel: float, grad_bytes: int, m
     return terms
 
 
-def zero_buffers_line(buckets_bytes: int, staging_bytes: int, excess_bytes: int, hidden_size: int) -> str:
+def zero_buffers_line(buckets_bytes: int, staging_bytes: int, excess_bytes: int, hidden_size: int,
+                      plugin_defaults: bool = False) -> str:
     """The plan's assumption line for :func:`runs_zero_optimizer` layouts."""
     from anchorgpu.units import fmt_bytes
 
     numel = reduce_bucket_numel(hidden_size)
-    words = (f"DeepSpeed ZeRO-1/2 buffers (stage_1_and_2.py, the recipe's ds_config.json): "
-             f"{buckets_bytes // (numel * COMM_BYTES)} reduce bucket(s) of hidden² = {numel:,} bf16 values "
-             f"(reduce_bucket_size, overlap_comm, contiguous_gradients), {fmt_bytes(buckets_bytes)} through the "
-             "backward pass, counted with the gradients; the allgather after the step writes in place "
-             "(allgather_bucket_size holds nothing)")
+    if plugin_defaults:
+        words = (f"DeepSpeed ZeRO-1/2 buffers (stage_1_and_2.py) as accelerate's DeepSpeed plugin launches FP8 (its "
+                 f"keys set no reduce_bucket_size; mixed_precision fp8 is refused beside a ds_config.json): "
+                 f"DeepSpeed's default reduce bucket of 5e8 bf16 values, one (overlap_comm off), "
+                 f"{fmt_bytes(buckets_bytes)} through the backward pass, counted with the gradients; the allgather "
+                 "after the step writes in place (allgather_bucket_size holds nothing)")
+    else:
+        words = (f"DeepSpeed ZeRO-1/2 buffers (stage_1_and_2.py, the recipe's ds_config.json): "
+                 f"{buckets_bytes // (numel * COMM_BYTES)} reduce bucket(s) of hidden² = {numel:,} bf16 values "
+                 f"(reduce_bucket_size, overlap_comm, contiguous_gradients), {fmt_bytes(buckets_bytes)} through the "
+                 "backward pass, counted with the gradients; the allgather after the step writes in place "
+                 "(allgather_bucket_size holds nothing)")
     if staging_bytes:
         words += (f"; ZeRO-Offload's gradient staging buffer of the largest parameter, {fmt_bytes(staging_bytes)} on the "
                   "GPU and as much pinned on the host")

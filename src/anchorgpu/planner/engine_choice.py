@@ -5,7 +5,7 @@ stdlib only beside the planner's inputs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import Engine, EngineSource, TrainStack
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
 
 __all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "engine_weights_refusal",
-           "launch_reach", "launches_stages",
+           "launch_reach", "launches_accelerate", "launches_stages",
            "launches_tp_cp", "resolve_engine",
            "resolve_train_stack"]
 
@@ -181,14 +181,39 @@ def launches_tp_cp(recipe: str | None) -> bool:
     return recipe is None or recipe.strip().lower() != "deepspeed"
 
 
-def launch_reach(recipe: str | None) -> dict[str, bool]:
+def launches_accelerate(recipe: str | None) -> bool:
+    """Whether the launch asked for is accelerate's (``Workload.launch_accelerate``), whose memory differs from the
+    other launches' in two places the plan counts. Its FSDP2: ``--recipe accelerate`` writes
+    ``fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`` (:mod:`anchorgpu.recipes.training`), whose
+    ``utils/fsdp_utils.py`` ``fsdp2_prepare_model`` calls ``fully_shard`` on each ``_no_split_modules`` block and then
+    on the model, the root, holding the embedding, final norm and head (every other launch is counted with
+    torchtitan's ``apply_fsdp`` units). Its DeepSpeed plugin under FP8, whose keys leave ``reduce_bucket_size`` at
+    DeepSpeed's default.
+
+    >>> launches_accelerate(None), launches_accelerate("torchrun-fsdp"), launches_accelerate("Accelerate")
+    (False, False, True)
+    """
+    return recipe is not None and recipe.strip().lower() == "accelerate"
+
+
+class LaunchReach(TypedDict):
+    """What :func:`launch_reach` sets on a workload."""
+
+    launch_stages: bool
+    launch_tp_cp: bool
+    launch_accelerate: bool
+
+
+def launch_reach(recipe: str | None) -> LaunchReach:
     """The :class:`~anchorgpu.planner.inputs.Workload` fields that hold the layout to what the launch asked for can
-    run (:func:`launches_stages`, :func:`launches_tp_cp`), for every face that builds a workload from a ``recipe``.
+    run (:func:`launches_stages`, :func:`launches_tp_cp`) and count what it holds (:func:`launches_accelerate`), for
+    every face that builds a workload from a ``recipe``.
 
     >>> launch_reach("deepspeed")
-    {'launch_stages': False, 'launch_tp_cp': False}
+    {'launch_stages': False, 'launch_tp_cp': False, 'launch_accelerate': False}
     """
-    return {"launch_stages": launches_stages(recipe), "launch_tp_cp": launches_tp_cp(recipe)}
+    return LaunchReach(launch_stages=launches_stages(recipe), launch_tp_cp=launches_tp_cp(recipe),
+                       launch_accelerate=launches_accelerate(recipe))
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:

@@ -68,21 +68,29 @@ def fsdp_pipeline_held_bytes(stage_params: int, gather_buffer_bytes: int) -> dic
             "accumulated_gradients_bytes": 4 * stage_params}
 
 
-def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: bool) -> str:
+def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: bool, root_ends: bool = False) -> str:
     """The plan's line on what FSDP2 holds unsharded without pipeline stages
-    (:mod:`~anchorgpu.planner.memory.fsdp_units`).
+    (:mod:`~anchorgpu.planner.memory.fsdp_units`), for torchtitan's units or, ``root_ends``, accelerate's.
 
     >>> fsdp_units_line(2**30, 2**31, True)[:60]
     'FSDP2 units as torchtitan wraps them (apply_fsdp: the embedd'
+    >>> fsdp_units_line(2**30, 2**31, True, True)[:60]
+    "FSDP2 units as accelerate's TRANSFORMER_BASED_WRAP wraps the"
     """
     from anchorgpu.units import fmt_bytes
 
-    return ("FSDP2 units as torchtitan wraps them (apply_fsdp: the embedding, each block, the final norm with the "
-            "output layer kept gathered from forward into backward): the largest two gathered together, "
-            f"{fmt_bytes(gather_buffer_bytes)}, and in backward a unit's unsharded 16-bit gradients with its "
+    rest = (f"{fmt_bytes(gather_buffer_bytes)}, and in backward a unit's unsharded 16-bit gradients with its "
             f"reduce-scatter input in {'fp32' if mixed else 'bf16'} (FSDP2 foreach_reduce), "
-            f"{fmt_bytes(unit_gradients_bytes)} more at the fullest moment. Accelerate's TRANSFORMER_BASED_WRAP "
-            "leaves the embedding and head in the root, gathered for the whole backward: more than this.")
+            f"{fmt_bytes(unit_gradients_bytes)} more at the fullest moment.")
+    if root_ends:
+        return ("FSDP2 units as accelerate's TRANSFORMER_BASED_WRAP wraps them (fsdp2_prepare_model: each block, then "
+                "the root with the embedding, final norm and head, which FSDP2 does not reshard after forward, so "
+                "they stay gathered and their gradients unsharded until the root's reduce-scatter at the end of "
+                "backward): the root with the largest two blocks gathered, " + rest)
+    return ("FSDP2 units as torchtitan wraps them (apply_fsdp: the embedding, each block, the final norm with the "
+            "output layer kept gathered from forward into backward): the largest two gathered together, " + rest
+            + " Accelerate's TRANSFORMER_BASED_WRAP (--recipe accelerate) leaves the embedding and head in the root, "
+            "gathered for the whole backward: more than this.")
 
 
 def interleaved_activation_bytes(one_f_one_b_bytes: int, pp: int, microbatches: int) -> int:

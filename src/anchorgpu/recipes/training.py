@@ -24,6 +24,7 @@ from anchorgpu.recipes._common import (
     train_steps,
 )
 from anchorgpu.recipes.zero_config import zero_optimization
+from anchorgpu.units import fmt_bytes
 
 __all__ = ["torchrun_parts", "training_recipe"]
 
@@ -136,6 +137,22 @@ def _accelerate_runs_deepspeed(plan: Plan) -> bool:
     if lay.fsdp or lay.zero == 3 or lay.tp > 1 or lay.cp > 1:
         return False
     return lay.zero in (1, 2) or lay.offload != "none"
+
+
+def _plugin_bucket_line(plan: Plan) -> str:
+    """What accelerate's DeepSpeed plugin keys leave at DeepSpeed's default (an FP8 plan: its ``mixed_precision: fp8``
+    is a YAML key, which accelerate refuses beside a ``deepspeed_config_file``): one ``reduce_bucket_size`` bucket of
+    5e8 values (:func:`~anchorgpu.planner.deepspeed_zero.plugin_reduce_buckets_bytes`), which a plan for this launch
+    (``--recipe accelerate``) counts."""
+    from anchorgpu.planner.deepspeed_zero import plugin_reduce_buckets_bytes
+
+    default = plugin_reduce_buckets_bytes()
+    planned = plan.breakdown.get("zero_reduce_buckets_bytes", 0)
+    line = (f"FP8 under accelerate's DeepSpeed plugin: its keys set no reduce_bucket_size, so DeepSpeed's default "
+            f"bucket of 5e8 values ({fmt_bytes(default)} in bf16, overlap_comm off) is held through the backward")
+    if planned >= default:
+        return line + ", as planned."
+    return line + f": {fmt_bytes(default - planned)} more than planned (plan with --recipe accelerate to count it)."
 
 
 def _config_states_bf16(plan: Plan, kind: str) -> bool:
@@ -320,9 +337,11 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
     recompute = (w.recompute or "none") != "none"
     doc: dict[str, object] = {"compute_environment": "LOCAL_MACHINE", "debug": False}
     files: list[tuple[str, str]] = []
-    if _config_states_bf16(plan, "accelerate"):
-        # the plugin's keys have no bf16 optimizer-state switch: the DeepSpeed config file states it, and accelerate
-        # then refuses its own copies of those keys and mixed_precision (DeepSpeedPlugin._deepspeed_config_checks)
+    if _accelerate_runs_deepspeed(plan) and precision != "fp8":
+        # the plugin's keys have neither reduce_bucket_size (without it DeepSpeed's 5e8-element default, a 0.93 GiB
+        # bf16 bucket, not the plan's hidden²) nor a bf16 optimizer-state switch: the DeepSpeed config file states
+        # them as the deepspeed recipe's does, and accelerate then refuses its own copies of the plugin keys and
+        # mixed_precision (DeepSpeedPlugin._deepspeed_config_checks)
         doc["distributed_type"] = "DEEPSPEED"
         doc["deepspeed_config"] = {"deepspeed_config_file": "ds_config.json", "zero3_init_flag": False}
         files.append(("ds_config.json", json.dumps(ds_config(plan, steps, assumptions, cannot, "accelerate"), indent=2) + "\n"))
@@ -343,8 +362,13 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
                                          "parallelism_config_tp_size": lay.tp, "parallelism_config_cp_size": lay.cp}
         if lay.zero in (1, 2) and not lay.fsdp:
             assumptions.append(f"ZeRO-{lay.zero} was planned with TP/CP: FSDP2 without resharding after forward.")
-    elif lay.zero in (1, 2) or lay.offload != "none":
+        elif not plan.workload.launch_accelerate:
+            assumptions.append("TRANSFORMER_BASED_WRAP keeps the embedding, final norm and head in FSDP2's root, "
+                               "gathered (and their gradients unsharded) through the whole backward; this plan counted "
+                               "torchtitan's units, less: plan with --recipe accelerate to count accelerate's.")
+    elif lay.zero in (1, 2) or lay.offload != "none":  # FP8: mixed_precision fp8 is a YAML key, refused beside a file
         doc["distributed_type"] = "DEEPSPEED"
+        assumptions.append(_plugin_bucket_line(plan))
         ds: dict[str, object] = {"zero_stage": _zero_stage(plan, assumptions), "gradient_accumulation_steps": steps.accumulation,
                                  "gradient_clipping": 1.0, "zero3_init_flag": False,
                                  "offload_optimizer_device": "cpu" if lay.offload != "none" else "none",

@@ -29,21 +29,25 @@ from anchorgpu.planner.formats import ModelParts
 __all__ = ["fsdp_gather_peak_bytes", "fsdp_unit_gradients_bytes"]
 
 
-def _units(parts: ModelParts, tp: int) -> tuple[float, float, float, float]:
+def _units(parts: ModelParts, tp: int, root_ends: bool = False) -> tuple[float, float, float, float]:
     """(root, embedding unit, a transformer block, head unit) of ``parts`` on one GPU (TP splits the vocabulary and
     the blocks' linears; parts are what the caller built them in, parameters or bytes). Untied: the embedding and
-    the head (its final norm is a few kB) are their own units (torchtitan's); tied: one parameter, in the root."""
+    the head (its final norm is a few kB) are their own units (torchtitan's), or both in the root with ``root_ends``
+    (accelerate's ``TRANSFORMER_BASED_WRAP``: no ``fully_shard`` of their own); tied: one parameter, in the root."""
     layer = parts.largest_layer / tp
     if parts.tied:
         return parts.embed / tp, 0.0, layer, 0.0
+    if root_ends:
+        return (parts.embed + parts.head) / tp, 0.0, layer, 0.0
     return 0.0, parts.embed / tp, layer, parts.head / tp
 
 
-def fsdp_gather_peak_bytes(parts: ModelParts, *, tp: int) -> int:
+def fsdp_gather_peak_bytes(parts: ModelParts, *, tp: int, root_ends: bool = False) -> int:
     """The most parameters FSDP / ZeRO-3 holds gathered at once, in ``parts``' units: the root (kept gathered) plus
     the largest two units gathered together (the current one and the one prefetched): embedding + first block, two
     blocks, last block + head. Below the 2 blocks the plan counted before whenever the embedding or the head is the
-    larger (Llama-3.1-8B: 525M values each against 218M a block).
+    larger (Llama-3.1-8B: 525M values each against 218M a block). ``root_ends``: accelerate's wrap, the embedding and
+    head in the root, gathered beside any two blocks.
 
     >>> p = ModelParts(dense=800, experts=0, layer_other=0, embed=300, head=300, num_layers=8, tied=False)
     >>> fsdp_gather_peak_bytes(p, tp=1)  # embedding (300) + a block (100)
@@ -54,12 +58,15 @@ def fsdp_gather_peak_bytes(parts: ModelParts, *, tp: int) -> int:
     >>> fsdp_gather_peak_bytes(ModelParts(dense=800, experts=0, layer_other=0, embed=300, head=0, num_layers=8,
     ...                                   tied=True), tp=2)  # tied: root (150) + two blocks (50 each)
     250
+    >>> fsdp_gather_peak_bytes(p, tp=1, root_ends=True)  # accelerate: root (300 + 300) + two blocks
+    800
     """
-    root, embed, layer, head = _units(parts, tp)
+    root, embed, layer, head = _units(parts, tp, root_ends)
     return math.ceil(root + max(embed + layer, 2 * layer, layer + head))
 
 
-def fsdp_unit_gradients_bytes(params: ModelParts, *, tp: int, param_bytes: int, reduce_bytes: int) -> int:
+def fsdp_unit_gradients_bytes(params: ModelParts, *, tp: int, param_bytes: int, reduce_bytes: int,
+                              root_ends: bool = False) -> int:
     """What FSDP2's backward holds beyond :func:`fsdp_gather_peak_bytes` at its fullest moment: the unit's unsharded
     gradients (``param_bytes`` a value: ``param_dtype``) and, while they are copied in, its ``reduce_scatter_input``
     (``reduce_bytes`` a value: ``reduce_dtype``, 4 under torchtitan's default fp32 reduce), beside the parameters then
@@ -67,13 +74,16 @@ def fsdp_unit_gradients_bytes(params: ModelParts, *, tp: int, param_bytes: int, 
     moments: computing (the unit and the next one prefetched gathered, the unit's gradients) and the copy-in (the
     unit resharded: the next one gathered, its gradients and the reduce-scatter input). A root's parameters and
     gradients are held throughout. The previous unit's reduce-scatter input, kept until the next reduce-scatter is
-    issued (``reduce_scatter_state``), is not counted.
+    issued (``reduce_scatter_state``), is not counted. ``root_ends``: accelerate's wrap (the embedding and head in
+    the root: their gradients held unsharded through the backward, reduce-scattered at its end).
 
     >>> p = ModelParts(dense=800, experts=0, layer_other=0, embed=300, head=300, num_layers=8, tied=False)
     >>> fsdp_unit_gradients_bytes(p, tp=1, param_bytes=2, reduce_bytes=4)  # head: 2x100 + 2x300 + 4x300 - 800
     1200
+    >>> fsdp_unit_gradients_bytes(p, tp=1, param_bytes=2, reduce_bytes=4, root_ends=True)  # root copy-in: 600x6 - 1600
+    2000
     """
-    root, embed, layer, head = _units(params, tp)
+    root, embed, layer, head = _units(params, tp, root_ends)
     held = root * 2 * param_bytes  # parameters and gradients
     order = [u for u in (head, layer, layer, embed) if u] if head or embed else [layer, layer]
     peak = 0.0
@@ -84,5 +94,5 @@ def fsdp_unit_gradients_bytes(params: ModelParts, *, tp: int, param_bytes: int, 
         peak = max(peak, computing, copy_in)
     if root:
         peak = max(peak, root * reduce_bytes - held + root * param_bytes)  # the root's own copy-in, at the end
-    gathered = fsdp_gather_peak_bytes(params, tp=tp) * param_bytes
+    gathered = fsdp_gather_peak_bytes(params, tp=tp, root_ends=root_ends) * param_bytes
     return max(0, math.ceil(held + peak - gathered))
