@@ -62,7 +62,7 @@ def test_the_api_recommend_refuses_a_run_shorter_than_one_step(sqlite_served: Se
     response = sqlite_served.client.post("/v1/recommend", json={"model": "llama-3.1-8b", "task": "train",
                                                                 "train_tokens": 1000, "global_batch": 2048, "top": 1})
     assert response.status_code == 422
-    assert "train_tokens 1,000 is less than one optimizer step of global_batch 2,048 tokens" in problem_of(response)["detail"]
+    assert "tokens 1,000 is less than one optimizer step of global_batch 2,048 tokens" in problem_of(response)["detail"]
 
 
 @pytest.mark.parametrize("argv", [("recommend", "llama-3.1-8b"), ("recommend", "flux.1-dev"),
