@@ -20,7 +20,7 @@ from anchorgpu.planner.speed.layouts import sharded_with_stages
 if TYPE_CHECKING:  # the sweep imports this module: a type only here
     from anchorgpu.planner.sweep import HardwareShape
 
-__all__ = ["POWERS_OF_TWO", "Layouts", "TickPairs", "layout_grid", "tick_pairs", "valid_tp"]
+__all__ = ["POWERS_OF_TWO", "Layouts", "TickPairs", "layout_grid", "tick_groups", "tick_pairs", "valid_tp"]
 
 POWERS_OF_TWO: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 
@@ -61,9 +61,9 @@ class Layouts:
 
 @dataclass(frozen=True, slots=True)
 class TickPairs:
-    """The distinct (hardware shape, TP, PP, sequences a replica) of a serving grid ``(C, L)``: a pipeline tick and
+    """The distinct (hardware shape, TP, PP, EP, sequences a replica) of a serving grid ``(C, L)``: a pipeline tick and
     step depend on nothing else of a layout (its DP and servers only through the sequences a replica runs), so
-    layouts that differ only there share every figure. ``groups``: one layout of each distinct (shape, TP, PP),
+    layouts that differ only there share every figure. ``groups``: one layout of each distinct (shape, TP, PP, EP),
     ``(G,)``; per pair ``(P,)``, in order of the sequences a replica runs: its group (``group``) and sequences a
     replica (``batch``); ``inverse`` ``(C, L)``: the pair of each (concurrency, layout). Where sharing would save
     little (over a quarter of the grid's), every (concurrency, layout) is a pair of its own, in the grid's order, each
@@ -76,7 +76,7 @@ class TickPairs:
 
 
 def tick_pairs(lay: Layouts, conc: IntArray, per_replica: IntArray) -> TickPairs:
-    """The distinct (shape, TP, PP, ``per_replica``) of the grid (``per_replica`` ``(C, L)``: ``conc`` ``(C, 1)``
+    """The distinct (shape, TP, PP, EP, ``per_replica``) of the grid (``per_replica`` ``(C, L)``: ``conc`` ``(C, 1)``
     over each layout's DP, rounded up), found without sorting the grid: the sequences a replica runs take at most
     (distinct concurrencies x distinct DPs) values, so each pair has a small dense key.
 
@@ -89,9 +89,7 @@ def tick_pairs(lay: Layouts, conc: IntArray, per_replica: IntArray) -> TickPairs
     """
     if per_replica.shape[0] == 1:  # one concurrency: a group's layouts differ in DP, so in sequences a replica
         return _each_its_own(per_replica)
-    # (EP too: a TensorRT-LLM tick with the experts whole over the TP group charges 1 / EP of the routed rows)
-    _, groups, group_l = np.unique(((lay.shape * 65536 + lay.tp) * 65536 + lay.pp) * 1024 + lay.ep,
-                                   return_index=True, return_inverse=True)
+    groups, group_l = tick_groups(lay)
     values, index = _value_index(lay, conc, per_replica)
     key = index * groups.size + group_l  # (C, L), below V x G
     present = np.zeros(values.size * groups.size, dtype=bool)
@@ -102,6 +100,25 @@ def tick_pairs(lay: Layouts, conc: IntArray, per_replica: IntArray) -> TickPairs
     pair = np.empty(present.size, dtype=np.int64)
     pair[ids] = np.arange(ids.size)
     return TickPairs(groups=groups, group=ids % groups.size, batch=values[ids // groups.size], inverse=pair[key])
+
+
+def tick_groups(lay: Layouts) -> tuple[IntArray, IntArray]:
+    """The first layout of each distinct (shape, TP, PP, EP), ``(G,)``, ascending by that key, and each layout's group
+    ``(L,)``: all of a layout a tick reads but its sequences a replica. EP too: a mixture of experts is swept with each
+    single-stage layout twice, its experts split by TP (EP 1) and whole over the TP group (EP = TP,
+    :func:`layout_grid`), and a TensorRT-LLM tick of the latter charges 1 / EP of the routed rows
+    (sweep_serving_ticks, speed.step_constants.routed_rows_per_token_share). The one grouping of the sweep's pairs
+    (:func:`tick_pairs`) and of its per-user limit search (sweep_serving._limit_rungs), so the two cannot part.
+
+    >>> lay = Layouts(*(np.array(v) for v in ([0, 0, 0], [1, 1, 2], [8, 8, 16], [8, 8, 8], [1, 1, 1], [1, 1, 2],
+    ...                                       [0, 0, 0], [1, 8, 1], [1, 1, 1])))
+    >>> firsts, group = tick_groups(lay)  # layouts 0 and 2 differ in servers and DP only; 1 in EP
+    >>> firsts.tolist(), group.tolist()
+    ([0, 1], [0, 1, 0])
+    """
+    _, firsts, group = np.unique(((lay.shape * 65536 + lay.tp) * 65536 + lay.pp) * 1024 + lay.ep,
+                                 return_index=True, return_inverse=True)
+    return firsts, group
 
 
 def _value_index(lay: Layouts, conc: IntArray, per_replica: IntArray) -> tuple[IntArray, IntArray]:

@@ -10,7 +10,7 @@ Inside, the grid's axes run (weights, kv, concurrency, layout): the layouts, by 
 numpy's inner loops run along them. Each term lives on the axes it depends on (per layout ``(L,)``, per
 concurrency and layout ``(C, L)``, per KV dtype ``(K, 1, L)``, per weight format ``(W, 1, 1, L)``) and numpy
 broadcasts the rest: the same operations per element as on the full grid, on fewer elements. The speed is formed
-once per distinct (shape, TP, PP, sequences a replica) (:func:`~anchorgpu.planner.sweep_grid.tick_pairs`), those
+once per distinct (shape, TP, PP, EP, sequences a replica) (:func:`~anchorgpu.planner.sweep_grid.tick_pairs`), those
 pairs standing on the last axis ``(1, P)`` in the place of the (concurrency, layout) ``(C, L)``, and taken onto the
 grid. The columns returned are views in the sweep's order (layout, weights, kv, concurrency).
 """
@@ -31,7 +31,7 @@ from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
 from anchorgpu.planner.inputs import Workload
 from anchorgpu.planner.media import MediaLoad
 from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
-from anchorgpu.planner.sweep_grid import Layouts, TickPairs, tick_pairs
+from anchorgpu.planner.sweep_grid import Layouts, TickPairs, tick_groups, tick_pairs
 from anchorgpu.planner.sweep_serving_memory import CrossRequest, KvFactors, kv_factors, memory_terms, weights_per_gpu
 from anchorgpu.planner.sweep_serving_steps import little_ttft as _little_ttft
 from anchorgpu.planner.sweep_serving_steps import request_step as _request_step
@@ -129,7 +129,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if cross is not None:
         prompt, output = cross.prompt_tokens, cross.output_tokens
     conc = np.array(concs, dtype=np.int64)[:, None]  # (C, 1); with each layout's saturation, (C + W x K, L)
-    made: list[MadeTicks] = []  # the limit search's ticks of each (shape, TP, PP), where it ran
+    made: list[MadeTicks] = []  # the limit search's ticks of each (shape, TP, PP, EP), where it ran
     if saturation:
         from anchorgpu.planner.sweep_saturation import saturation_rungs
 
@@ -145,7 +145,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     per_replica = -(-conc // lay.dp)  # (C, L)
     kv = kv_factors(model, spec, lay, kvs, contexts, prompt, output, media, cross, shapes)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
-    # the ticks once per distinct (shape, TP, PP, sequences a replica), on one axis of those pairs ``(1, P)``, then
+    # the ticks once per distinct (shape, TP, PP, EP, sequences a replica), on one axis of those pairs ``(1, P)``, then
     # taken onto the grid: the same operations per element, on fewer elements
     pairs = tick_pairs(lay, conc, per_replica)
     budget_tokens = _budget_tokens(shapes, w, lay, pairs)
@@ -213,16 +213,16 @@ def _limit_rungs(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
 
 
 def _tick_groups(lay: Layouts) -> tuple[IntArray, IntArray]:
-    """The first layout of each (shape, TP, PP), ``(G,)``, and each layout's, ``(L,)``: all a pair's ticks read."""
-    _, firsts, group = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
-                                 return_inverse=True)
-    return firsts, group
+    """The first layout of each (shape, TP, PP, EP), ``(G,)``, and each layout's, ``(L,)``: all a pair's ticks read,
+    the sweep's own groups (:func:`~anchorgpu.planner.sweep_grid.tick_groups`; keyed without EP, a TensorRT-LLM
+    mixture of experts' EP = TP layouts were searched with their EP 1 twin's ticks: stop59_epgroup.md)."""
+    return tick_groups(lay)
 
 
 def _alike_searches(dp: IntArray, group: IntArray, saturation: IntArray) -> tuple[IntArray, IntArray]:
     """The layouts whose limit search runs alike (:func:`~anchorgpu.planner.sweep_floor.limit_sequences`), a first one
     of each set ``(U,)`` and each layout's set ``(L,)``: a layout's figures at ``x`` sequences a replica read its
-    (shape, TP, PP) ``group``, its precision and the sequences a replica of the concurrency ``max(dp x, 2)`` (``x``,
+    (shape, TP, PP, EP) ``group``, its precision and the sequences a replica of the concurrency ``max(dp x, 2)`` (``x``,
     or 2 where ``dp`` and ``x`` are 1), and its search its ``saturation // dp`` ``(R, L)``: layouts alike in these
     search alike, whatever their DP."""
     return _unique_columns(np.vstack((group, dp == 1, np.maximum(saturation // dp, 1))))
@@ -254,7 +254,7 @@ def _budget_tokens(shapes: Sequence[HardwareShape], w: Workload, lay: Layouts, p
 def _ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
            weights: tuple[str, ...], kv: KvFactors, weights_bytes: FloatArray, pairs: TickPairs, prompt: int,
            output: int) -> Ticks:
-    """The ticks of each pair of ``pairs`` (a representative layout a (shape, TP, PP), then one entry a pair)."""
+    """The ticks of each pair of ``pairs`` (a representative layout a (shape, TP, PP, EP), then one entry a pair)."""
     return _on_pairs(_group_ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs.groups, prompt, output),
                      pairs.group)
 
@@ -262,7 +262,7 @@ def _ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, l
 def _group_ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                  weights: tuple[str, ...], kv: KvFactors, weights_bytes: FloatArray, rows: IntArray, prompt: int,
                  output: int) -> Ticks:
-    """The ticks of the layouts ``rows`` (one a (shape, TP, PP)), one entry each, before they are put on pairs."""
+    """The ticks of the layouts ``rows`` (one a (shape, TP, PP, EP)), one entry each, before they are put on pairs."""
     kv_rows = replace(kv, slot_bytes=kv.slot_bytes[..., rows], read_bytes=kv.read_bytes[..., rows],
                       stage_layers=kv.stage_layers[rows],
                       cross_read=None if kv.cross_read is None else kv.cross_read[..., rows])
@@ -324,11 +324,11 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     decode tokens/s a user at its own precision and (``ttft``, else None) its seconds to the first token: the steady
     step and first chunk :func:`serving_columns` times, the same figures (a pair's ticks read only its own (shape, TP,
     PP), precision and sequences a replica; a sequence's length sizes the memory, not the step). The ticks' terms are
-    formed once a (shape, TP, PP), each precision's put on the pair axis (:func:`_precisions_on_pairs`), and taken at
+    formed once a (shape, TP, PP, EP), each precision's put on the pair axis (:func:`_precisions_on_pairs`), and taken at
     each call's (precision, shape, TP, PP, sequences a replica). Given an ``(R, L)`` mask too, only the positions in
     it are timed (the others NaN): a search's settled brackets are not timed again. ``layouts``: the layouts of the
     last axis ``L`` (default every one); ``tick_groups``: :func:`_tick_groups` of ``lay``, where the caller has it;
-    ``made``: where given, receives the ticks of each (shape, TP, PP) before the precisions are put on pairs, with
+    ``made``: where given, receives the ticks of each (shape, TP, PP, EP) before the precisions are put on pairs, with
     what they were formed from (:func:`_made_alike`)."""
     kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross, shapes)
     weights_bytes = weights_per_gpu(model, lay, weights)  # memory_terms' weights, the one term the ticks read
@@ -360,10 +360,10 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
 
     def _figures_at(conc: IntArray, row: IntArray, dp: IntArray, group: IntArray
                     ) -> tuple[FloatArray, FloatArray | None]:
-        # sequences a replica, then precision, then (shape, TP, PP): ascending, in order of the first
+        # sequences a replica, then precision, then (shape, TP, PP, EP): ascending, in order of the first
         key = (-(-conc // dp) * rows + row) * groups + group
         pair, inverse = np.unique(key, return_inverse=True)
-        sequences, at = np.divmod(pair, rows * groups)  # precision r's (shape, TP, PP) g at r x G + g
+        sequences, at = np.divmod(pair, rows * groups)  # precision r's (shape, TP, PP, EP) g at r x G + g
         batch = sequences.astype(np.float64)[None, :]
         step, first = np.empty((2, 1, 1, 1, batch.size))
         ticks = copy.copy(base).expanded(at)
@@ -385,7 +385,7 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
 
 
 def _precisions_on_pairs(ticks: Ticks, weights: int, kvs: int) -> Ticks:
-    """A copy of ``ticks`` (one pair a (shape, TP, PP), ``G``) with the W x K precisions on the pair axis:
+    """A copy of ``ticks`` (one pair a (shape, TP, PP, EP), ``G``) with the W x K precisions on the pair axis:
     precision ``r``'s terms of pair ``g`` at ``r x G + g``. A term on the axes (weights, KV dtype, 1, pair), right
     aligned as numpy broadcasts it, is spread over both and flattened; one with neither axis repeated W x K times.
     Each figure is the one it was (the same elementwise operations), with no precision timed but the pair's own."""
