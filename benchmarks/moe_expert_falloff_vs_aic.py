@@ -65,7 +65,7 @@ def small_batches(gpu: str, g: pd.DataFrame) -> None:
     read_s = 3 * 5120 * 8192 / HBM_BYTES_S[gpu]
     print(f"{gpu}: Maverick shape EP8, 8-128 tokens: {a * 1e3:.1f} us a layer + {b * 1e3:.1f} us a touched local "
           f"expert; one expert's FP8 weights at the HBM rate {read_s * 1e6:.1f} us ({read_s / b * 1e3:.2f} of it)")
-    for t, lat in zip(x.num_tokens, x.latency):
+    for t, lat in zip(x.num_tokens, x.latency, strict=True):
         print(f"    {t:4d} tokens ({min(max(t / 8, 1), 16):4.0f} touched): {lat * 1e3:7.1f} us")
 
 
