@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from h200_measure import timed  # noqa: E402  (one CUDA-event timer for every device script)
 
 # (hidden, ffn, heads, kv heads, head dim, tokens a micro-batch): OLMo-core's scripts as the rows state them
 MODELS = {
@@ -28,19 +32,6 @@ MODELS = {
     "olmo2-13b (OLMO-13B)": (5120, 13824, 40, 40, 128, 4096),
     "olmo2-32b (T37)": (5120, 27648, 40, 8, 128, 8192),
 }
-
-
-def timed(fn, iters: int = 10) -> float:
-    for _ in range(3):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / 1e3 / iters
 
 
 def linears(h: int, f: int, heads: int, kv: int, hd: int) -> list[tuple[str, int, int, int]]:
