@@ -23,8 +23,7 @@ from anchorgpu.recipes._common import (
     shell_join,
     train_steps,
 )
-from anchorgpu.recipes.zero_config import zero_optimization
-from anchorgpu.units import fmt_bytes
+from anchorgpu.recipes.zero_config import plugin_bucket_line, zero_optimization
 
 __all__ = ["torchrun_parts", "training_recipe"]
 
@@ -137,22 +136,6 @@ def _accelerate_runs_deepspeed(plan: Plan) -> bool:
     if lay.fsdp or lay.zero == 3 or lay.tp > 1 or lay.cp > 1:
         return False
     return lay.zero in (1, 2) or lay.offload != "none"
-
-
-def _plugin_bucket_line(plan: Plan) -> str:
-    """What accelerate's DeepSpeed plugin keys leave at DeepSpeed's default (an FP8 plan: its ``mixed_precision: fp8``
-    is a YAML key, which accelerate refuses beside a ``deepspeed_config_file``): one ``reduce_bucket_size`` bucket of
-    5e8 values (:func:`~anchorgpu.planner.deepspeed_zero.plugin_reduce_buckets_bytes`), which a plan for this launch
-    (``--recipe accelerate``) counts."""
-    from anchorgpu.planner.deepspeed_zero import plugin_reduce_buckets_bytes
-
-    default = plugin_reduce_buckets_bytes()
-    planned = plan.breakdown.get("zero_reduce_buckets_bytes", 0)
-    line = (f"FP8 under accelerate's DeepSpeed plugin: its keys set no reduce_bucket_size, so DeepSpeed's default "
-            f"bucket of 5e8 values ({fmt_bytes(default)} in bf16, overlap_comm off) is held through the backward")
-    if planned >= default:
-        return line + ", as planned."
-    return line + f": {fmt_bytes(default - planned)} more than planned (plan with --recipe accelerate to count it)."
 
 
 def _config_states_bf16(plan: Plan, kind: str) -> bool:
@@ -368,7 +351,7 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
                                "torchtitan's units, less: plan with --recipe accelerate to count accelerate's.")
     elif lay.zero in (1, 2) or lay.offload != "none":  # FP8: mixed_precision fp8 is a YAML key, refused beside a file
         doc["distributed_type"] = "DEEPSPEED"
-        assumptions.append(_plugin_bucket_line(plan))
+        assumptions.append(plugin_bucket_line(plan))
         ds: dict[str, object] = {"zero_stage": _zero_stage(plan, assumptions), "gradient_accumulation_steps": steps.accumulation,
                                  "gradient_clipping": 1.0, "zero3_init_flag": False,
                                  "offload_optimizer_device": "cpu" if lay.offload != "none" else "none",

@@ -8,7 +8,7 @@ from anchorgpu.planner.deepspeed_zero import reduce_bucket_numel, zero_settings
 from anchorgpu.planner.plan import Plan
 from anchorgpu.units import fmt_bytes
 
-__all__ = ["zero_optimization"]
+__all__ = ["plugin_bucket_line", "zero_optimization"]
 
 
 def zero_optimization(plan: Plan, stage: int, assumptions: list[str]) -> dict[str, object]:
@@ -49,3 +49,19 @@ def zero_optimization(plan: Plan, stage: int, assumptions: list[str]) -> dict[st
             + f"); ZeRO-3's reduce bucket of hidden² = {bucket:,} values ({fmt_bytes(2 * bucket)}, held for the whole "
             "run) is more than planned.")
     return zero
+
+
+def plugin_bucket_line(plan: Plan) -> str:
+    """What accelerate's DeepSpeed plugin keys leave at DeepSpeed's default (an FP8 plan: its ``mixed_precision: fp8``
+    is a YAML key, which accelerate refuses beside a ``deepspeed_config_file``): one ``reduce_bucket_size`` bucket of
+    5e8 values (:func:`~anchorgpu.planner.deepspeed_zero.plugin_reduce_buckets_bytes`), which a plan for this launch
+    (``--recipe accelerate``) counts."""
+    from anchorgpu.planner.deepspeed_zero import plugin_reduce_buckets_bytes
+
+    default = plugin_reduce_buckets_bytes()
+    planned = plan.breakdown.get("zero_reduce_buckets_bytes", 0)
+    line = (f"FP8 under accelerate's DeepSpeed plugin: its keys set no reduce_bucket_size, so DeepSpeed's default "
+            f"bucket of 5e8 values ({fmt_bytes(default)} in bf16, overlap_comm off) is held through the backward")
+    if planned >= default:
+        return line + ", as planned."
+    return line + f": {fmt_bytes(default - planned)} more than planned (plan with --recipe accelerate to count it)."
