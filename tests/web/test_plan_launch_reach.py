@@ -67,3 +67,13 @@ def test_a_launch_refused_before_planning_leaves_the_plan_without_it(client: Tes
     page = _page(client, {**body, "recipe": "deepspeed"})
     assert _page_total_bytes(page) == plain["per_gpu"]["total_bytes"] and 'id="verdict"' in page
     assert re.search(r'id="launch-error"[^>]*>recipe deepspeed: a training recipe for an inference plan', page)
+
+
+def test_the_formats_beside_the_plan_are_planned_for_its_launch(client: TestClient) -> None:
+    """The formats table's row for the plan's own format is the plan above it (accelerate's 70.78 GiB, shown 70.8, not
+    Megatron's 59.90 GiB), and each row's link keeps the launch, so the page it opens shows the row's figure."""
+    page = html.unescape(_page(client, {**TRAIN, "recipe": "accelerate"}))
+    row = re.search(r'<tr class="current"[^>]*>\s*<td><a href="([^"]+)">bf16</a>.*?<td class="num">([\d.]+) GiB</td>',
+                    page, re.S)
+    assert row is not None, "no current bf16 row"
+    assert "recipe=accelerate" in row.group(1) and row.group(2) == "70.8"  # the gib filter: one decimal
