@@ -13,7 +13,7 @@ from anchorgpu.api.models_ref import load_public_model
 from anchorgpu.api.schemas import PlanRequest, RecommendRequest
 from anchorgpu.validation import comma_list
 
-__all__ = ["plan_inputs", "run_plan", "run_recommend"]
+__all__ = ["launch_json", "plan_inputs", "planned", "run_plan", "run_recommend"]
 
 
 def _resolution(text: str | None) -> tuple[int, int] | None:
@@ -96,7 +96,25 @@ def overheads(request: PlanRequest) -> Any:
 
 
 def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
-    """The plan JSON (``anchorgpu plan --json``, performance section included) for the request."""
+    """The plan JSON (``anchorgpu plan --json``, performance section included) for the request, with its launch under
+    ``recipe`` when the request names one (a launch that cannot express the plan refuses the whole answer)."""
+    result, out = planned(request, offline=offline)
+    if request.recipe is not None:
+        out["recipe"] = launch_json(result, request.recipe)
+    return out
+
+
+def launch_json(result: Any, kind: str) -> dict[str, Any]:
+    """The launch of ``kind`` for a planned result (what ``recipe`` holds), or its one-line refusal raised."""
+    from anchorgpu.recipes import build_recipe, recipe_to_json
+
+    return recipe_to_json(build_recipe(result, kind))
+
+
+def planned(request: PlanRequest, *, offline: bool) -> tuple[Any, dict[str, Any]]:
+    """(the planned result, its JSON without ``recipe``): the workload planned for the request's launch
+    (``launch_reach``, its engine and training stack), so a face that writes the launch beside the plan, or refuses it
+    there (the planner page), shows the same figures as ``POST /v1/plan``."""
     from anchorgpu.architectures import model_to_json
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import plan, plan_to_json
@@ -115,11 +133,7 @@ def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
     options = {"train_tokens": request.tokens, "mfu": request.mfu, "mbu": request.mbu}
     result = attach_performance(result, **{k: v for k, v in options.items() if v is not None})
     out: dict[str, Any] = plan_to_json(result, model_json=model_to_json(model, kv_cache=result.precision.kv_cache))
-    if request.recipe is not None:
-        from anchorgpu.recipes import build_recipe, recipe_to_json
-
-        out["recipe"] = recipe_to_json(build_recipe(result, request.recipe))
-    return out
+    return result, out
 
 
 def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) -> dict[str, Any]:

@@ -17,19 +17,33 @@ RECIPE_KINDS = KINDS
 LENGTH_FLAGS = {"vllm": "--max-model-len", "sglang": "--context-length", "trtllm": "--max_seq_len"}
 
 
-def launch_for_plan(plan_request: Any, kind: str, settings: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """(recipe JSON, None) or (None, the reason in one line) for the planner page's request."""
-    from anchorgpu.api.models_ref import server_offline
-    from anchorgpu.api.planning import run_plan
+def launch_kind(plan_request: Any, kind: str) -> tuple[str, str | None]:
+    """(the kind in its canonical spelling, None), or (the kind as given, the reason in one line) when the launch is
+    refused before anything is planned (:func:`~anchorgpu.recipes.check_kind`, as ``plan_inputs`` refuses it for
+    ``POST /v1/plan``): the page then plans without it and says why beside the plan."""
+    from anchorgpu.recipes import check_kind
+    from anchorgpu.web.planning import page_words
+
+    try:
+        return check_kind(kind, engine=plan_request.engine, task=plan_request.task), None
+    except AnchorError as err:
+        return kind, English(page_words(err.message))  # as the planner page says its refusals
+
+
+def launch_for_plan(result: Any, kind: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(recipe JSON, None) or (None, the reason in one line) for the planner page's plan, planned for this launch
+    (:func:`~anchorgpu.api.planning.planned` with the request's ``recipe``), so the launch and the figures beside it
+    are one plan, as ``POST /v1/plan`` answers."""
+    from anchorgpu.api.planning import launch_json
     from anchorgpu.api.words import PAGE_COMMANDS, answer_words
     from anchorgpu.web.planning import PLAN_FIELDS, page_words
 
     try:
-        result = run_plan(plan_request.model_copy(update={"recipe": kind}), offline=server_offline(settings))
+        launch = launch_json(result, kind)
     except AnchorError as err:
         return None, English(page_words(err.message))  # as the planner page says its refusals
     # its lines in the form's names (engine trtllm, not --engine trtllm), as the plan beside it; the launch's own flags kept
-    recipe: dict[str, Any] = answer_words({"recipe": result["recipe"]}, PLAN_FIELDS, PAGE_COMMANDS)["recipe"]
+    recipe: dict[str, Any] = answer_words({"recipe": launch}, PLAN_FIELDS, PAGE_COMMANDS)["recipe"]
     return recipe, None
 
 

@@ -4,7 +4,7 @@
   max concurrency, speed per user only where it fits);
 - :func:`gpus_that_fit`: with no GPU chosen, the fewest GPUs of each kind (1, 2, 4, 8, 16) the workload fits on.
 
-Both run the same ``run_plan`` as the page and the API; a format or GPU the planner refuses is listed with
+Both plan as the page and the API (``planned``, the page's launch counted); a format or GPU the planner refuses is listed with
 its one-line reason, never dropped silently.
 """
 
@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from pydantic import ValidationError
 
-from anchorgpu.api.planning import run_plan
+from anchorgpu.api.planning import planned
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
 from anchorgpu.web.planning import page_words
@@ -58,7 +58,9 @@ class FitRow:
 
 
 def _plan(values: Mapping[str, Any], offline: bool) -> dict[str, Any]:
-    return run_plan(PlanRequest.model_validate(dict(values), strict=False), offline=offline)
+    """The plan JSON for ``values``, planned for their ``recipe`` (the page's launch) when they name one; the launch
+    itself is not written (the page writes it, or its refusal, once beside its own plan)."""
+    return planned(PlanRequest.model_validate(dict(values), strict=False), offline=offline)[1]
 
 
 def _link(values: Mapping[str, Any], **changes: Any) -> str:

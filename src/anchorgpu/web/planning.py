@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from anchorgpu.api.deps import ClockDep, SettingsDep
 from anchorgpu.api.models_ref import load_public_model, server_offline
-from anchorgpu.api.planning import run_plan
+from anchorgpu.api.planning import planned
 from anchorgpu.api.schemas import PlanRequest, RecommendRequest
 from anchorgpu.api.schemas_base import TOKENS_ALIAS
 from anchorgpu.api.words import PAGE_COMMANDS, answer_words, api_words
@@ -363,14 +363,22 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     """The planner form, and its answer when a model is given."""
     values = for_the_task(form_values(request))
     text = page_text(request)
-    kind = values.pop("recipe", None)  # the launch is written beside the plan, its refusal shown there
+    kind = values.pop("recipe", None)  # the launch is written beside the plan, its refusal shown there; the plan is
+    # planned for it (launch_reach, its engine and stack), as POST /v1/plan, unless refused before planning
     context: dict[str, Any] = {"form": values, **_choices(), "segments": SEGMENTS, "step_parts": step_parts(text),
                                "carried": carried(values, PLAN_CARRIED)}
     if "model" not in values:
         return render(request, "plan.html", context)
+    from anchorgpu.web.launch import launch_kind
+
+    launch_error: str | None = None
     try:
         plan_request = PlanRequest.model_validate(values, strict=False)  # form values are text; the API is strict
-        result = run_plan(plan_request, offline=server_offline(settings))
+        if kind:
+            kind, launch_error = launch_kind(plan_request, str(kind))
+        planned_values = {**values, "recipe": kind} if kind and not launch_error else values
+        planned_request = plan_request.model_copy(update={"recipe": planned_values.get("recipe")})
+        plan_result, result = planned(planned_request, offline=server_offline(settings))
     except ValidationError as exc:
         context["error"] = validation_message(exc, text, PLAN_LABELS)
         return render(request, "plan.html", context, status_code=422)
@@ -394,9 +402,10 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     context["launch_query"] = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "recipe"])
     context["launch_kind"] = kind
     if kind:
-        context["launch"], context["launch_error"] = launch_for_plan(plan_request, str(kind), settings)
+        context["launch"], context["launch_error"] = ((None, launch_error) if launch_error
+                                                      else launch_for_plan(plan_result, str(kind)))
     suggestions = result.get("suggestions") or []  # the CLI's changes, which the links apply to the form
-    context["suggestion_links"] = [apply_change(values, s["change"]) for s in suggestions]
+    context["suggestion_links"] = [apply_change(planned_values, s["change"]) for s in suggestions]
     context["precision_changes"] = [("--weights" in s["change"] or "--kv-cache" in s["change"]) for s in suggestions]
     context["suggestion_speeds"] = any(s.get("train_tokens_per_s") for s in suggestions)
     keeps = [i for i, lowers in enumerate(context["precision_changes"]) if not lowers]
@@ -405,9 +414,10 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
 
     offline = server_offline(settings)
     if gpu.get("name") and result.get("workload", {}).get("task") != "diffusion":
-        context["format_rows"] = formats_side_by_side(values, (result.get("precision") or {}).get("weights", ""), offline=offline)
+        context["format_rows"] = formats_side_by_side(planned_values, (result.get("precision") or {}).get("weights", ""),
+                                                      offline=offline)
     elif not gpu.get("name"):
-        context["fit_rows"] = gpus_that_fit(values, offline=offline)
+        context["fit_rows"] = gpus_that_fit(planned_values, offline=offline)
         context["most_gpus_tried"] = most_gpus_tried(str(result.get("workload", {}).get("task") or "inference"))
     return render(request, "plan.html", context)
 
