@@ -15,7 +15,27 @@ from anchorgpu.allocations.inputs import _catalog
 from anchorgpu.allocations.reads import get_allocation
 from anchorgpu.errors import InvalidWorkload
 
-__all__ = ["allocation_recipe"]
+__all__ = ["allocation_recipe", "launch_workload"]
+
+
+def launch_workload(workload: Any, launched: str) -> Any:
+    """``workload`` planned for the launch ``launched`` as ``plan --recipe`` and ``POST /v1/plan`` plan it: the layout
+    held to what the launch can run and its memory counted as it holds it (``launch_reach``), training timed on the
+    stack the launch runs (``resolve_train_stack``: PyTorch for torchrun-fsdp, deepspeed and accelerate), serving sized
+    for the recipe's engine (``resolve_engine``: sglang, trtllm) unless the workload names another."""
+    from dataclasses import replace
+
+    from anchorgpu.planner.engine_choice import launch_reach, resolve_engine, resolve_train_stack
+
+    reach: dict[str, Any] = dict(launch_reach(launched))
+    if workload.task in ("train", "lora", "qlora"):
+        # the faces here take no --train-stack: the launch's own, as resolve_train_stack picks it for plan --recipe
+        reach["train_stack"] = resolve_train_stack(None, launched, workload.task)
+    engine = resolve_engine(None, launched)  # vllm for a launch of no engine of its own (vllm, skypilot, k8s)
+    if workload.task == "inference" and engine != "vllm" and engine != workload.engine:
+        # its launch is planned with that engine's memory sizing, and a refusal names --recipe, not an --engine not given
+        reach.update(engine=engine, engine_source="recipe")
+    return replace(workload, **reach)
 
 
 def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: Any, kind: str, model: Any,
@@ -29,18 +49,7 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
     from anchorgpu.recipes import Target, build_recipe, check_fits, check_kind, recipe_to_json
 
     launched = check_kind(kind, diffusion=isinstance(model, DiffusionPipelineSpec))  # as plan --recipe refuses it
-    if workload.task == "inference" and launched in ("trtllm", "sglang") and workload.engine != launched:
-        from dataclasses import replace
-
-        # its launch is planned with that engine's memory sizing, and a refusal names --recipe, not an --engine not given
-        workload = replace(workload, engine=launched, engine_source="recipe")
-    if workload.task in ("train", "lora", "qlora"):
-        from dataclasses import replace
-
-        from anchorgpu.planner.engine_choice import launches_accelerate
-
-        # the FSDP units that launch wraps (accelerate's root holds the embedding and head): planned as launched
-        workload = replace(workload, launch_accelerate=launches_accelerate(launched))
+    workload = launch_workload(workload, launched)
     body = get_allocation(uow, account_id=account_id, allocation_id=allocation_id, clock=clock)
     if body["state"] in ("terminated", "expired"):
         raise InvalidWorkload(f"allocation {allocation_id} is {body['state']}: its servers are released",
