@@ -147,3 +147,23 @@ def test_readme_per_gpu_evidence_is_calibration_jsons() -> None:
             f"{a100['serve@trtllm']['held_out']} at {a100['serve@trtllm']['median']:.2f}x)") in README_FLAT
     h100 = raw["h100-sxm"]["serve@vllm"]
     assert f"H100's {h100['held_out']} at {h100['median']:.2f}x" in README_FLAT
+
+
+# 4. a number sent as the CLI spells it
+
+
+@pytest.mark.parametrize(("route", "field", "text"), [("/v1/plan", "global_batch", "4M"), ("/v1/plan", "context", "8k"),
+                                                      ("/v1/recommend", "tokens", "1e12"),
+                                                      ("/v1/recommend", "min_tokens_per_s_per_user", "20")])
+def test_a_number_sent_as_text_is_told_to_send_a_json_number(client: TestClient, route: str, field: str,
+                                                             text: str) -> None:
+    """Before: ``"global_batch": "4M"`` (the README's ``--global-batch 4M``) answered only "Input should be a valid
+    integer"; the refusal stays (no spelling is read), and now says what to send."""
+    task = "inference" if field in ("context", "min_tokens_per_s_per_user") else "train"
+    r = client.post(route, json={"model": "llama-3.1-8b", "task": task, field: text})
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
+    assert r.json()["detail"].endswith(f": send a JSON number, not the string {text!r} (the CLI's spellings such as "
+                                       "4M, 8k or 1e12 are not read here)")
+    # a float in an integer field keeps its own message (tests/hardening/test_walk_faces_agree.py)
+    r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "tp": 2.0})
+    assert r.json()["detail"] == "body.tp: Input should be a valid integer"
