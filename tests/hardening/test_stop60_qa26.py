@@ -167,3 +167,23 @@ def test_a_number_sent_as_text_is_told_to_send_a_json_number(client: TestClient,
     # a float in an integer field keeps its own message (tests/hardening/test_walk_faces_agree.py)
     r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "tp": 2.0})
     assert r.json()["detail"] == "body.tp: Input should be a valid integer"
+
+
+# 5. more users than any engine on the GPUs asked runs at once
+
+
+def test_when_every_layout_queues_the_one_that_runs_the_most_at_once_is_chosen(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: ``--gpus 8 --concurrency 8192`` chose 8 replicas (156,258 tok/s), and one user more kept TP 8 at 56,416
+    (about 1/3): past 8 x 1,024 every layout queues, but only the default was let past vLLM's max_num_seqs, so the
+    replicas were never ranked. Now, where no layout runs them all at once, all are held to memory alone, as the default
+    is, and ranked by the speed the plan predicts for them (the queue line says how long requests wait)."""
+    base = ("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--prompt", "100", "--output-tokens", "100")
+    at_cap = run_json(capsys, *base, "--concurrency", "8192")
+    past = run_json(capsys, *base, "--concurrency", "10000")
+    tp8 = run_json(capsys, *base, "--concurrency", "10000", "--tp", "8")
+    assert (past["layout"]["tp"], past["layout"]["dp"]) == (1, 8) == (at_cap["layout"]["tp"], at_cap["layout"]["dp"])
+    assert past["performance"]["output_tokens_per_s"] > 2 * tp8["performance"]["output_tokens_per_s"]
+    chosen = next(a for a in past["assumptions"] if a.startswith("Layout chosen on the 8 GPUs asked"))
+    assert "hold 10,000 sequences in memory (none runs them all at once: at most 1,024 a replica" in chosen
+    assert "Requests queue: the engine runs 8,192 of the 10,000 requests at once" in str(past["performance"])
