@@ -56,7 +56,7 @@ def test_a_split_past_what_gpus_takes_is_refused_on_both_faces(capsys: pytest.Ca
                                                                client: TestClient) -> None:
     """Before: every count inside its bound, their product was planned: 524,288 and 8,388,608 GPUs (exit 0, 200)."""
     line = _refusal(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--tp", "8", "--dp", "65536")
-    assert line == ("error: --tp 8 x --pp 1 x --dp 65536 = 524288 GPUs: at most 65,536 GPUs, the most --gpus takes; "
+    assert line == ("error: --tp 8 x --pp 1 x --dp 65536 = 524288 GPUs: at most 65,536 GPUs, the bound of --gpus; "
                     "give a smaller split")
     # a split the training chooser completes (TP chosen around --pp and --dp) is held to it as well
     assert "= 131072 GPUs: at most 65,536" in _refusal(

@@ -282,7 +282,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                       f"{split * dp}, or leave it out (the split sets it), or change the split")
         if gpus > LIMITS["gpus"].high:  # each count within its bound, the GPUs they make together past --gpus's
             raise InvalidWorkload(f"{_split_text(tp, pp, cp, dp)} GPUs: at most {LIMITS['gpus'].high:,} GPUs, the "
-                                  "most --gpus takes; give a smaller split")
+                                  "bound of --gpus; give a smaller split")
     check_tp(model, tp)
     if isinstance(model, ModelSpec) and pp > model.num_layers:
         raise InvalidWorkload(f"--pp {pp} exceeds the {model.num_layers} layers of {model.name}")
