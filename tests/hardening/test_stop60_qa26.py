@@ -187,3 +187,21 @@ def test_when_every_layout_queues_the_one_that_runs_the_most_at_once_is_chosen(
     chosen = next(a for a in past["assumptions"] if a.startswith("Layout chosen on the 8 GPUs asked"))
     assert "hold 10,000 sequences in memory (none runs them all at once: at most 1,024 a replica" in chosen
     assert "Requests queue: the engine runs 8,192 of the 10,000 requests at once" in str(past["performance"])
+
+
+# 6. gpus compare's price line
+
+
+def test_the_price_lines_decode_per_dollar_says_it_is_the_datasheets_and_gives_the_prediction(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "per dollar it gives 0.57x the memory bandwidth (decode)" for H100 against MI300X, the datasheet's,
+    where the calibrated decode line below it says "per dollar 0.84x" (qa24 and qa25fix gave the other datasheet lines
+    their prediction; this one was left)."""
+    answer = run_json(capsys, "gpus", "compare", "h100", "mi300x")
+    row = next(r for r in answer["predicted"] if r["metric"].endswith("_per_user"))
+    _, out, _ = run(capsys, "gpus", "compare", "h100", "mi300x")
+    flat = re.sub(r"\s+", " ", out)
+    line = flat[flat.index("- Price:"):flat.index("- Uncertain")]
+    assert "the memory bandwidth (decode, datasheet; the calibrated model predicts 0.84x the decode tokens/s per user " \
+           "per dollar, below)" in line
+    assert f"so {row['ratio']:.2f}x" in flat and "per dollar 0.84x" in flat  # the prediction it points at
