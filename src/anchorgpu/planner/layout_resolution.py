@@ -32,9 +32,10 @@ from anchorgpu.planner.training_flag_checks import (
 )
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
+from anchorgpu.validation import LIMITS
 
 __all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_layout_for_model", "check_tp", "default_tp", "resolve_layout", "sharded_pipeline_refusal", "tp_is_valid",
-           "vllm_ep_below_tp_refusal"]
+           "trtllm_attention_dp_tp_refusal", "vllm_ep_below_tp_refusal"]
 
 GPUS_PER_SERVER = 8
 
@@ -211,6 +212,24 @@ def vllm_ep_below_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
             "or leave --ep out")
 
 
+def trtllm_attention_dp_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
+    """The one line refusing, on TensorRT-LLM, a serving EP wider than a TP of 2 or more: EP wider than TP is
+    attention data parallelism, which TensorRT-LLM runs as ``enable_attention_dp`` with each GPU's attention alone
+    (its ``Mapping`` gives the attention a TP size of 1 under attention DP), so replicas of TP 2 or more with the
+    experts over all their GPUs do not launch there. The chooser and recommend's sweep never try them
+    (:func:`~anchorgpu.planner.speed.serving_layouts.attention_dp_tp_sizes`) and ``--recipe trtllm`` refuses them
+    (:mod:`anchorgpu.recipes.serving`); vLLM and SGLang run attention replicas of TP 2 or 4.
+
+    >>> trtllm_attention_dp_tp_refusal(8, 2, "given")[:72]
+    '--ep 8 with TP 2 on TensorRT-LLM: an EP wider than TP is attention data '
+    """
+    which = "TensorRT-LLM (the recipe's engine)" if engine_source == "recipe" else "TensorRT-LLM"
+    return (f"--ep {ep} with TP {tp} on {which}: an EP wider than TP is attention data parallelism, whose "
+            "enable_attention_dp runs each GPU's attention alone (TP 1), so attention replicas of TP "
+            f"{tp} do not launch; give --tp 1 (TP 1 replicas, EP {ep}), --ep {tp} (EP inside TP), or --engine vllm "
+            "or sglang")
+
+
 def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                     assumptions: list[str]) -> ResolvedLayout:
     gpus = check_layout_counts(layout)
@@ -261,6 +280,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             elif gpus != split * dp:
                 raise InvalidWorkload(f"--gpus {gpus} but {_split_text(tp, pp, cp, dp)} GPUs: give --gpus "
                                       f"{split * dp}, or leave it out (the split sets it), or change the split")
+        if gpus > LIMITS["gpus"].high:  # each count within its bound, the GPUs they make together past --gpus's
+            raise InvalidWorkload(f"{_split_text(tp, pp, cp, dp)} GPUs: at most {LIMITS['gpus'].high:,} GPUs, the "
+                                  "bound of --gpus; give a smaller split")
     check_tp(model, tp)
     if isinstance(model, ModelSpec) and pp > model.num_layers:
         raise InvalidWorkload(f"--pp {pp} exceeds the {model.num_layers} layers of {model.name}")
@@ -283,6 +305,8 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                   f"GPU{'s' if stage > 1 else ''} of a stage")
         if not training and ep < tp and workload.engine == "vllm":
             raise InvalidWorkload(vllm_ep_below_tp_refusal(ep, tp, workload.engine_source))
+        if not training and ep > tp > 1 and workload.engine == "trtllm":
+            raise InvalidWorkload(trtllm_attention_dp_tp_refusal(ep, tp, workload.engine_source))
         if not training and ep < tp and tp % ep:  # the engines split each expert tp / ep ways (serving_expert_tp)
             raise InvalidWorkload(f"--ep {ep} with TP {tp}: a serving EP smaller than TP splits each expert TP / EP "
                                   f"ways (EP x expert TP = TP), so it must divide TP {tp}; give an EP that does")
