@@ -3,7 +3,7 @@
 
     PYTHONPATH=src .venv/bin/python benchmarks/trtllm_bench_makespan.py rows [ID-PREFIX ...]
     PYTHONPATH=src .venv/bin/python benchmarks/trtllm_bench_makespan.py eager MS [ID-PREFIX ...]
-    PYTHONPATH=src .venv/bin/python benchmarks/trtllm_bench_makespan.py calibrate [--all|--write ...]
+    PYTHONPATH=src .venv/bin/python benchmarks/trtllm_bench_makespan.py calibrate [--eager-ms MS] [--all|--write ...]
 
 What the benchmark measures (NVIDIA/TensorRT-LLM ``tensorrt_llm/bench/dataclasses/reporting.py``,
 ``StatsKeeper.generate_statistics_summary``: ``total_latency_ns = end_time - start_time`` over every request;
@@ -43,7 +43,7 @@ from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.rows_report import engine_of
 from anchorgpu.planner.speed.serving import _step
-from anchorgpu.planner.speed.serving_plan import serving_setup
+from anchorgpu.planner.speed.serving_plan import serving_saturation
 from anchorgpu.planner.speed.step_constants import _pair
 
 # perf-overview.md @00f3768, "Preparing a Dataset": $num_requests by (input, output) length
@@ -72,30 +72,58 @@ def schedule(requests: int, prompt: int, output: int, batch: int, budget: int) -
     return counts
 
 
-def makespan_rate(run: rs.Run, cal: Calibration, eager_s: float = 0.0) -> tuple[float | None, float]:
-    """(output tokens a second over the makespan, or None where not re-timed; the planner's steady figure);
-    ``eager_s``: the ``eager`` probe's host time a prompt step on a Grace host."""
+_BINS: dict[tuple[int, ...], list[tuple[float, float, int]]] = {}
+
+
+def binned(requests: int, prompt: int, output: int, batch: int, budget: int,
+           bins: int = 24) -> list[tuple[float, float, int]]:
+    """:func:`schedule`'s steps as (mean decoding sequences, mean prompts admitted, steps), the steps with prompts
+    and those without each in up to ``bins`` groups of equal step counts by decoding sequences (memoised: the
+    schedule depends on no speed constant)."""
+    key = (requests, prompt, output, batch, budget, bins)
+    if key not in _BINS:
+        counts = schedule(requests, prompt, output, batch, budget)
+        out: list[tuple[float, float, int]] = []
+        for with_prompt in (True, False):
+            steps = sorted((b, k, n) for (b, k), n in counts.items() if (k > 0) == with_prompt)
+            total = sum(n for _, _, n in steps)
+            group: list[tuple[int, int, int]] = []
+            for b, k, n in steps:
+                group.append((b, k, n))
+                held = sum(x[2] for x in group)
+                if held * bins >= total or (b, k, n) == steps[-1]:
+                    out.append((sum(x[0] * x[2] for x in group) / held, sum(x[1] * x[2] for x in group) / held, held))
+                    group = []
+        _BINS[key] = out
+    return _BINS[key]
+
+
+def makespan_rate(run: rs.Run, cal: Calibration, eager_s: float = 0.0,
+                  steady: bool = True) -> tuple[float | None, float]:
+    """(output tokens a second over the makespan, or None where not re-timed; the planner's steady figure, or nan
+    without ``steady``); ``eager_s``: the ``eager`` probe's host time a prompt step on a Grace host."""
     r = run.row
     prompt, output = r["prompt_tokens"], r["output_tokens"]
     p = rs._serve_plan(run.id)
     engine, graphs = engine_of(run), tuple(r.get("graph_batch_sizes", ()))
-    perf = plan_performance(p, cal=cal, kv_reservation=rs._reservation(r), graph_batch_sizes=graphs, engine=engine)
-    steady = float(perf["max_output_tokens_per_s"])
-    setup = serving_setup(p, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graphs, engine=engine)
-    c, _ = _pair(p.model, p.gpu, setup, cal)
+    figure = math.nan
+    if steady:
+        figure = float(plan_performance(p, cal=cal, kv_reservation=rs._reservation(r), graph_batch_sizes=graphs,
+                                        engine=engine)["max_output_tokens_per_s"])
+    setup, _, sat = serving_saturation(p, prompt, output, cal, rs._reservation(r), graphs, True, None, False, engine)
     requests = PAGE_REQUESTS.get((prompt, output))
     if requests is None or setup.replicas != 1 or setup.pp != 1:
-        return None, steady
+        return None, figure
+    c, _ = _pair(p.model, p.gpu, setup, cal)
     ranks = int(r["tp"]) if r.get("set") in ADP_SETS and int(r["tp"]) > 1 else 1
-    batch = max(1, int(perf["saturation_concurrency"]) // ranks)
     attn = _attention_flops(p.model, c, prompt, output, cal)
     skip = 1.0 - 1.0 / prompt
     total = 0.0
-    for (decoding, k), n in schedule(math.ceil(requests / ranks), prompt, output, batch,
-                                     setup.max_num_batched_tokens).items():
-        b = float(decoding * ranks)
+    for decoding, k, n in binned(math.ceil(requests / ranks), prompt, output, max(1, int(sat) // ranks),
+                                 setup.max_num_batched_tokens):
+        b = decoding * ranks
         if k:
-            t = _step(setup, c, b, float(k * ranks * prompt), attn[0], attn[1], one_chunk=True, head_skip=skip)[0]
+            t = _step(setup, c, b, k * ranks * prompt, attn[0], attn[1], one_chunk=True, head_skip=skip)[0]
             if eager_s:
                 grace = c.host_s_per_sequence > 2e-5  # the superchip's stated figure (29.4 us) against x86's 10.7
                 t = max(t, c.host_s_per_sequence * b / ranks + (eager_s if grace else eager_s / 2.75))
@@ -103,7 +131,7 @@ def makespan_rate(run: rs.Run, cal: Calibration, eager_s: float = 0.0) -> tuple[
             padded = next((s for s in setup.graph_batch_sizes if s >= b), 0) if setup.graph_batch_sizes else 0
             t = _step(setup, c, b, 0.0, attn[0], 0.0, padded_batch=padded, head_skip=0.0)[0]
         total += n * t
-    return requests * output / total, steady
+    return requests * output / total, figure
 
 
 def _bench(run: rs.Run) -> bool:
@@ -123,10 +151,13 @@ def rows(prefixes: tuple[str, ...], eager_s: float = 0.0) -> None:
 
 def calibrate_retimed(argv: list[str]) -> int:
     serve = rs._serve
+    eager_s = 0.0
+    if argv[:1] == ["--eager-ms"]:
+        eager_s, argv = float(argv[1]) / 1e3, argv[2:]
 
     def retimed(run: rs.Run, cal: Calibration) -> Any:
         if _bench(run):
-            new, _ = makespan_rate(run, cal)
+            new, _ = makespan_rate(run, cal, eager_s, steady=False)
             if new is not None:
                 return new
         return serve(run, cal)
