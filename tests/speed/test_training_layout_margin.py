@@ -32,8 +32,9 @@ def test_the_training_margin_is_the_median_over_one_benchmarks_configurations() 
     Llama 2 13B on 64 A100 with no and selective activation checkpointing (2162 and 1904); Megatron-MoE-ModelZoo's
     Qwen3-235B-A22B on 256 H100 at five layouts (yanring/Megatron-MoE-ModelZoo@c1ad0b5c best_practice/Qwen3/readme.md,
     the PP 32 row with the all-to-all dispatcher among them): 14 pairs (1 + 1 + 1 + 1 + 10), enough (MIN_CLASS_PAIRS)
-    for a margin of their own, 10.0% (benchmarks/hardening/stop57_trainpairs.md). Fails if the pairing stops reading
-    a group or a row."""
+    for a margin of their own, 10.0% at stop 59's end, 9.1% since the model zoo's DeepEP dispatch sends a token once a
+    rank and its two hops across servers overlap (benchmarks/hardening/stop57_trainpairs.md, stop60_mztrain.md). Fails
+    if the pairing stops reading a group or a row."""
     runs = load_runs()
     groups = sorted(sorted(r.id for r in g) for g in training_layout_groups(runs))
     assert groups == [["MZ-Q235-H100-A2A-PP32", "MZ-Q235-H100-EP32", "MZ-Q235-H100-EP32-OVL", "MZ-Q235-H100-EP8-FSDP",
@@ -42,7 +43,7 @@ def test_the_training_margin_is_the_median_over_one_benchmarks_configurations() 
                       ["TT-L2-13B-64-A100-NOAC", "TT-L2-13B-64-A100-SAC"]]
     spread = training_layout_spread(report_rows(calibration(), runs), runs)
     assert spread.pairs == 14 >= MIN_CLASS_PAIRS and spread.groups == 5
-    assert spread.margin == pytest.approx(0.10)
+    assert spread.margin == pytest.approx(0.091)
     assert {name: pairs for name, (pairs, _) in spread.by_set.items()} == {
         "core": 2, "megatron-moe-modelzoo": 10, "torchtitan-docs": 2}
 
@@ -87,15 +88,17 @@ def test_within_the_margin_the_first_layout_stays(monkeypatch: pytest.MonkeyPatc
 
 
 def test_beyond_the_margin_the_faster_split_replaces_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Qwen3-30B-A3B on 64 H100 at 2,048 tokens: PP 2 v8 at micro-batch 8 is predicted 17.0% faster than the first that
-    fits (PP 1 x DP 64 at micro-batch 4): beyond the 10.0% margin, chosen, and the sentence says over what; a margin
-    above 17% keeps the first."""
-    p = _chosen(monkeypatch, None, "qwen3-30b-a3b", "h100", 64, 2048)
-    assert _split(p) == (1, 2, 8, 32, 8, 8)
+    """Qwen3-30B-A3B on 128 H100 at 2,048 tokens: FSDP at micro-batch 8 is predicted 10.3% faster than the first that
+    fits (ZeRO-1 at micro-batch 4, both TP 1 PP 1 EP 16): beyond the 10.0% margin, chosen, and the sentence says over
+    what; a margin above 10.3% keeps the first. (On 64 H100, this test's case until stop 60, PP 2 v8 at micro-batch 8
+    is no longer more than the margin faster since the two hops of a dispatch across servers overlap: EP 16 over two
+    servers, the first that fits there, got cheaper; benchmarks/hardening/stop60_mztrain.md.)"""
+    p = _chosen(monkeypatch, None, "qwen3-30b-a3b", "h100", 128, 2048)
+    assert _split(p) == (1, 1, 1, 128, 16, 8) and p.layout.zero == 3
     line = next(a for a in p.assumptions if a.startswith("Layout chosen"))
-    assert "chosen over the first that fits (TP 1, PP 1, CP 1, DP 64, EP 8" in line and "17.0% faster" in line
+    assert "chosen over the first that fits (TP 1, PP 1, CP 1, DP 128, EP 16, ZeRO-1" in line and "10.3% faster" in line
     assert f"beyond the {calibration().training_layout_margin:.1%}" in line
-    assert _split(_chosen(monkeypatch, 0.2, "qwen3-30b-a3b", "h100", 64, 2048)) == (1, 1, 1, 64, 8, 4)
+    assert _split(_chosen(monkeypatch, 0.2, "qwen3-30b-a3b", "h100", 128, 2048)) == (1, 1, 1, 128, 16, 4)
 
 
 def test_under_fsdp_the_search_keeps_a_layout_every_launch_of_the_first_runs(monkeypatch: pytest.MonkeyPatch) -> None:
