@@ -67,3 +67,24 @@ def test_the_model_zoo_deepep_step_rows_come_within_ten_percent(row_id: str) -> 
     19.7 s a step (+18.3% with the hops summed and a row per routed expert), EP 8 with FSDP 17.6 s (+14.7%)."""
     run = next(r for r in load_runs() if r.id == row_id)
     assert abs(predict(run) / run.value - 1) <= 0.10
+
+
+def _tp_s(name: str, ep: int, recompute: str = "none") -> float:
+    model = load_model(name)
+    assert isinstance(model, ModelSpec)
+    lay = TrainLayout(gpus=64, tp=4, dp=16, ep=ep, zero=1)
+    return training_step(model, H100, lay, seq_tokens=4096, global_batch_tokens=64 * 4096,
+                         recompute=recompute).breakdown_s["tp_comm"]  # type: ignore[arg-type]
+
+
+def test_under_ep_a_moe_layer_pays_only_its_attentions_tp_traffic() -> None:
+    """Megatron-Core's MoELayer takes its sequence-parallel shard of the tokens as it is (it refuses TP without
+    sequence parallelism in training) and the dispatchers gather over the expert-TP group only when it is larger
+    than 1; under EP the planner's experts are not split by TP, so Qwen3-235B-A22B's layers (all MoE, no shared
+    expert) pay the attention's two TP volumes where a dense MLP's layer pays four; recomputing the MoE blocks adds
+    none, recomputing whole layers the attention's one. DeepSeek-V3's shared expert is a TP-split MLP: it keeps
+    its gather and scatter, and only the three dense layers' share differs from EP 1."""
+    assert _tp_s("qwen3-235b-a22b", 8) == pytest.approx(_tp_s("qwen3-235b-a22b", 1) * 2 / 4)
+    assert _tp_s("qwen3-235b-a22b", 8, "moe") == pytest.approx(_tp_s("qwen3-235b-a22b", 1, "moe") * 2 / 5)
+    assert _tp_s("qwen3-235b-a22b", 8, "full") == pytest.approx(_tp_s("qwen3-235b-a22b", 1, "full") * 3 / 6)
+    assert _tp_s("deepseek-v3", 8) == pytest.approx(_tp_s("deepseek-v3", 1))

@@ -229,6 +229,15 @@ def _compute_micro_step(
     # all-reduce itself)
     tp_link_ = group_link(gpu, tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
     volumes = shape.volumes
+    if model.moe is not None and ep > 1 and tp > 1 and not model.params.shared_experts:
+        # under EP the experts are not split by TP (expert TP 1): Megatron-Core's MoE layer takes its sequence-parallel
+        # shard of the tokens as it is (MoELayer.forward refuses TP without sequence parallelism in training) and the
+        # dispatcher gathers over the expert TP group only when it is larger than 1, so a MoE layer has no TP
+        # collective around its MLP: only the attention's, once forward and once backward, and once more where whole
+        # layers are recomputed (the MoE block's own recompute runs none). A shared expert is a TP-split dense MLP
+        # with its gather and scatter (SharedExpertMLP), so a model with one keeps them
+        again = 1.0 if recompute in MOE_FORWARD_AGAIN else 0.0
+        volumes -= (2.0 + again) * model.moe.num_moe_layers / layers
     act_bytes = tokens_rank * h * ACTIVATION_BYTES
     tp_once = allreduce_s(act_bytes, tp, tp_link_, efficiency=cal.link_efficiency)
     tp_s = volumes * stage_layers * tp_once
