@@ -88,17 +88,15 @@ def test_within_the_margin_the_first_layout_stays(monkeypatch: pytest.MonkeyPatc
 
 
 def test_beyond_the_margin_the_faster_split_replaces_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Qwen3-30B-A3B on 128 H100 at 2,048 tokens: FSDP at micro-batch 8 is predicted 10.3% faster than the first that
-    fits (ZeRO-1 at micro-batch 4, both TP 1 PP 1 EP 16): beyond the 10.0% margin, chosen, and the sentence says over
-    what; a margin above 10.3% keeps the first. (On 64 H100, this test's case until stop 60, PP 2 v8 at micro-batch 8
-    is no longer more than the margin faster since the two hops of a dispatch across servers overlap: EP 16 over two
-    servers, the first that fits there, got cheaper; benchmarks/hardening/stop60_mztrain.md.)"""
-    p = _chosen(monkeypatch, None, "qwen3-30b-a3b", "h100", 128, 2048)
-    assert _split(p) == (1, 1, 1, 128, 16, 8) and p.layout.zero == 3
+    """Qwen3-30B-A3B on 64 H100 at 2,048 tokens: PP 2 v8 at micro-batch 8 is predicted 17.0% faster than the first that
+    fits (PP 1 x DP 64 at micro-batch 4): beyond the 10.0% margin, chosen, and the sentence says over what; a margin
+    above 17% keeps the first."""
+    p = _chosen(monkeypatch, None, "qwen3-30b-a3b", "h100", 64, 2048)
+    assert _split(p) == (1, 2, 8, 32, 8, 8)
     line = next(a for a in p.assumptions if a.startswith("Layout chosen"))
-    assert "chosen over the first that fits (TP 1, PP 1, CP 1, DP 128, EP 16, ZeRO-1" in line and "10.3% faster" in line
+    assert "chosen over the first that fits (TP 1, PP 1, CP 1, DP 64, EP 8" in line and "17.0% faster" in line
     assert f"beyond the {calibration().training_layout_margin:.1%}" in line
-    assert _split(_chosen(monkeypatch, 0.2, "qwen3-30b-a3b", "h100", 128, 2048)) == (1, 1, 1, 128, 16, 4)
+    assert _split(_chosen(monkeypatch, 0.2, "qwen3-30b-a3b", "h100", 64, 2048)) == (1, 1, 1, 64, 8, 4)
 
 
 def test_under_fsdp_the_search_keeps_a_layout_every_launch_of_the_first_runs(monkeypatch: pytest.MonkeyPatch) -> None:

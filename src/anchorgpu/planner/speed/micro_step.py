@@ -267,12 +267,15 @@ def _compute_micro_step(
         passes = 6 if recompute in MOE_FORWARD_AGAIN else 4
         # DeepEP (the flex dispatcher's deepep backend) sends a token once to each EP rank holding any of its
         # experts (its dispatch layout's is_token_in_rank), where the all-to-all dispatcher sends one permuted copy
-        # per routed expert (experts.ranks_reached)
-        rows = ranks_reached(model, ep) if moe_dispatcher == "deepep" else None
+        # per routed expert (experts.ranks_reached); across servers its kernel pipelines the network hop and the
+        # scale-up hop (collectives.expert_dispatch_s)
+        deepep = moe_dispatcher == "deepep"
+        rows = ranks_reached(model, ep) if deepep else None
         once, twice = (expert_dispatch_s(
             h * ACTIVATION_BYTES, tokens, model.moe.experts_per_token, ep, gpu, gpus_per_server=gpus_per_server,
             network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency,
-            scaleup_efficiency=cal.alltoall_link_efficiency.get(gpu.name), rows_per_token=rows)
+            scaleup_efficiency=cal.alltoall_link_efficiency.get(gpu.name), rows_per_token=rows,
+            overlapped_hops=deepep)
             for tokens in (tokens_rank / tp, 2.0 * (tokens_rank / tp)))
         ep_s = passes * moe_layers * once
         ep_grow_s = passes * moe_layers * (twice - once)  # its bytes' share: latencies paid once either way
