@@ -80,8 +80,9 @@ def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: 
     from anchorgpu.units import fmt_bytes
 
     rest = (f"{fmt_bytes(gather_buffer_bytes)}, and in backward a unit's unsharded 16-bit gradients with its "
-            f"reduce-scatter input in {'fp32' if mixed else 'bf16'} (FSDP2 foreach_reduce), "
-            f"{fmt_bytes(unit_gradients_bytes)} more at the fullest moment.")
+            f"reduce-scatter input in {'fp32' if mixed else 'bf16'} (FSDP2 foreach_reduce), the previous unit's "
+            "input still held while the next unit computes (post_backward keeps it in reduce_scatter_state until "
+            f"the next unit's reduce-scatter), {fmt_bytes(unit_gradients_bytes)} more at the fullest moment.")
     if root_ends:
         return ("FSDP2 units as accelerate's TRANSFORMER_BASED_WRAP wraps them (fsdp2_prepare_model: each block, then "
                 "the root with the embedding, final norm and head, which FSDP2 does not reshard after forward, so "

@@ -71,28 +71,37 @@ def fsdp_unit_gradients_bytes(params: ModelParts, *, tp: int, param_bytes: int, 
     gradients (``param_bytes`` a value: ``param_dtype``) and, while they are copied in, its ``reduce_scatter_input``
     (``reduce_bytes`` a value: ``reduce_dtype``, 4 under torchtitan's default fp32 reduce), beside the parameters then
     gathered. ``params`` in parameters. Backward walks the units in reverse (head, blocks, embedding); at each, two
-    moments: computing (the unit and the next one prefetched gathered, the unit's gradients) and the copy-in (the
-    unit resharded: the next one gathered, its gradients and the reduce-scatter input). A root's parameters and
-    gradients are held throughout. The previous unit's reduce-scatter input, kept until the next reduce-scatter is
-    issued (``reduce_scatter_state``), is not counted. ``root_ends``: accelerate's wrap (the embedding and head in
-    the root: their gradients held unsharded through the backward, reduce-scattered at its end).
+    moments: computing (the unit and the next one prefetched gathered, the unit's gradients, and the previous unit's
+    reduce-scatter input, still held) and the copy-in (the unit resharded: the next one gathered, its gradients and
+    its own reduce-scatter input). ``_fsdp_param_group.py`` ``post_backward`` keeps each unit's input in
+    ``comm_ctx.reduce_scatter_state`` (it was allocated in the default stream and is read by the reduce-scatter
+    stream) and drops it only in the next unit's ``post_backward``, after waiting on its event and before that unit's
+    ``foreach_reduce`` allocates its own: so it is alive through the next unit's whole backward computation, not at its
+    copy-in. A root's parameters and gradients are held throughout. ``root_ends``: the embedding and head in the root
+    (their gradients held unsharded through the backward, reduce-scattered at its end).
 
     >>> p = ModelParts(dense=800, experts=0, layer_other=0, embed=300, head=300, num_layers=8, tied=False)
     >>> fsdp_unit_gradients_bytes(p, tp=1, param_bytes=2, reduce_bytes=4)  # head: 2x100 + 2x300 + 4x300 - 800
     1200
+    >>> q = ModelParts(dense=800, experts=0, layer_other=0, embed=120, head=120, num_layers=8, tied=False)
+    >>> fsdp_unit_gradients_bytes(q, tp=1, param_bytes=2, reduce_bytes=4)  # a block after the head: 6x100 + 4x120 - 440
+    640
     >>> fsdp_unit_gradients_bytes(p, tp=1, param_bytes=2, reduce_bytes=4, root_ends=True)  # root copy-in: 600x6 - 1600
     2000
     """
     root, embed, layer, head = _units(params, tp, root_ends)
     held = root * 2 * param_bytes  # parameters and gradients
-    order = [u for u in (head, layer, layer, embed) if u] if head or embed else [layer, layer]
+    # three blocks stand for all of them: the middle one has a block on either side
+    order = [u for u in (head, *[layer] * min(3, max(1, params.num_layers)), embed) if u]
     peak = 0.0
     for i, unit in enumerate(order):
         following = order[i + 1] if i + 1 < len(order) else 0.0
-        computing = (unit + following) * param_bytes + unit * param_bytes
+        previous_input = order[i - 1] * reduce_bytes if i else 0.0  # reduce_scatter_state, until this post_backward
+        computing = (unit + following) * param_bytes + unit * param_bytes + previous_input
         copy_in = following * param_bytes + unit * (param_bytes + reduce_bytes)
         peak = max(peak, computing, copy_in)
     if root:
-        peak = max(peak, root * reduce_bytes - held + root * param_bytes)  # the root's own copy-in, at the end
+        # the root's own copy-in, in the final callback, after the last unit's input was dropped
+        peak = max(peak, root * reduce_bytes - held + root * param_bytes)
     gathered = fsdp_gather_peak_bytes(params, tp=tp, root_ends=root_ends) * param_bytes
     return max(0, math.ceil(held + peak - gathered))
