@@ -183,12 +183,11 @@ def launches_tp_cp(recipe: str | None) -> bool:
 
 def launches_accelerate(recipe: str | None) -> bool:
     """Whether the launch asked for is accelerate's (``Workload.launch_accelerate``), whose memory differs from the
-    other launches' in two places the plan counts. Its FSDP2: ``--recipe accelerate`` writes
-    ``fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`` (:mod:`anchorgpu.recipes.training`), whose
-    ``utils/fsdp_utils.py`` ``fsdp2_prepare_model`` calls ``fully_shard`` on each ``_no_split_modules`` block and then
-    on the model, the root, holding the embedding, final norm and head (every other launch is counted with
-    torchtitan's ``apply_fsdp`` units). Its DeepSpeed plugin under FP8, whose keys leave ``reduce_bucket_size`` at
-    DeepSpeed's default.
+    other launches' where its DeepSpeed plugin runs FP8: the plugin's keys leave ``reduce_bucket_size`` at DeepSpeed's
+    default. Its FSDP2 units are torchtitan's ``apply_fsdp`` units, as for every launch: ``--recipe accelerate`` writes
+    ``fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`` (:mod:`anchorgpu.recipes.training`), and accelerate 1.15.0's
+    ``utils/fsdp_utils.py`` ``fsdp2_prepare_model`` calls ``fully_shard`` on each ``_no_split_modules`` block, on the
+    embedding and on [final norm, head] (not resharded after forward), then on the model.
 
     >>> launches_accelerate(None), launches_accelerate("torchrun-fsdp"), launches_accelerate("Accelerate")
     (False, False, True)

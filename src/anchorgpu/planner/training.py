@@ -113,12 +113,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if lay.pipeline_layout is not None:
         assumptions.append(pipeline_layout_line(lay.pipeline_layout))
     breakdown: dict[str, int] = {}
-    # accelerate's TRANSFORMER_BASED_WRAP (--recipe accelerate) keeps the embedding and head in FSDP2's root
-    root_ends = w.launch_accelerate and w.train_stack == "pytorch"
     if w.task == "train":
         states = full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
-                                      w.optimizer, mixed, w.grad_bytes_per_value, stated, w.optimizer_state,
-                                      root_ends)
+                                      w.optimizer, mixed, w.grad_bytes_per_value, stated, w.optimizer_state)
         weights, weight_terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp = states
         update_value = mm.OPTIMIZER_STATE_BYTES[w.optimizer_state][0] if mixed else 2  # bf16-true: the bf16 weights
         update_copy = master if mixed else update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp,
@@ -131,8 +128,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
             master = update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp, 2)
             assumptions.append(ZERO_BF16_COPY_LINE)
     else:
-        weights = weights_bytes(model, fmt, lay, breakdown, bnb_constants_whole=w.train_stack == "pytorch",
-                                root_ends=root_ends)
+        weights = weights_bytes(model, fmt, lay, breakdown, bnb_constants_whole=w.train_stack == "pytorch")
         if "weights_bnb_constants_bytes" in breakdown:
             assumptions.append(bnb_constants_line(breakdown["weights_bnb_constants_bytes"]))
         params_gpu = params_per_gpu(model, lay.tp, lay.pp, lay.ep, stated)
@@ -175,10 +171,10 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(FSDP_PIPELINE_LINE)
     elif pytorch and lay.zero == 3:
         unit_grads = mm.fsdp_unit_gradients_bytes(model_param_parts(model), tp=lay.tp, param_bytes=2,
-                                                  reduce_bytes=4 if mixed else 2, root_ends=root_ends)
+                                                  reduce_bytes=4 if mixed else 2)
         breakdown["fsdp_unit_gradients_bytes"] = unit_grads
         grads += unit_grads
-        assumptions.append(fsdp_units_line(unit_grads, breakdown.get("gather_buffer_bytes", 0), mixed, root_ends))
+        assumptions.append(fsdp_units_line(unit_grads, breakdown.get("gather_buffer_bytes", 0), mixed))
     if lay.offload != "none":
         # the host's update (ZeRO-Offload, FSDP's CPU offload) keeps the partition it updates (the master where there
         # is one), the state and that partition's gradient in its dtype: training_states.update_partition_bytes

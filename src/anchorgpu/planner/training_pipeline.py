@@ -68,30 +68,22 @@ def fsdp_pipeline_held_bytes(stage_params: int, gather_buffer_bytes: int) -> dic
             "accumulated_gradients_bytes": 4 * stage_params}
 
 
-def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: bool, root_ends: bool = False) -> str:
+def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: bool) -> str:
     """The plan's line on what FSDP2 holds unsharded without pipeline stages
-    (:mod:`~anchorgpu.planner.memory.fsdp_units`), for torchtitan's units or, ``root_ends``, accelerate's.
+    (:mod:`~anchorgpu.planner.memory.fsdp_units`): torchtitan's units, which accelerate 1.15.0's wrap makes too.
 
     >>> fsdp_units_line(2**30, 2**31, True)[:60]
-    'FSDP2 units as torchtitan wraps them (apply_fsdp: the embedd'
-    >>> fsdp_units_line(2**30, 2**31, True, True)[:60]
-    "FSDP2 units as accelerate's TRANSFORMER_BASED_WRAP wraps the"
+    'FSDP2 units as torchtitan and accelerate wrap them (apply_fs'
     """
     from anchorgpu.units import fmt_bytes
 
-    rest = (f"{fmt_bytes(gather_buffer_bytes)}, and in backward a unit's unsharded 16-bit gradients with its "
-            f"reduce-scatter input in {'fp32' if mixed else 'bf16'} (FSDP2 foreach_reduce), the previous unit's "
-            "input still held while the next unit computes (post_backward keeps it in reduce_scatter_state until "
-            f"the next unit's reduce-scatter), {fmt_bytes(unit_gradients_bytes)} more at the fullest moment.")
-    if root_ends:
-        return ("FSDP2 units as accelerate's TRANSFORMER_BASED_WRAP wraps them (fsdp2_prepare_model: each block, then "
-                "the root with the embedding, final norm and head, which FSDP2 does not reshard after forward, so "
-                "they stay gathered and their gradients unsharded until the root's reduce-scatter at the end of "
-                "backward): the root with the largest two blocks gathered, " + rest)
-    return ("FSDP2 units as torchtitan wraps them (apply_fsdp: the embedding, each block, the final norm with the "
-            "output layer kept gathered from forward into backward): the largest two gathered together, " + rest
-            + " Accelerate's TRANSFORMER_BASED_WRAP (--recipe accelerate) leaves the embedding and head in the root, "
-            "gathered for the whole backward: more than this.")
+    return ("FSDP2 units as torchtitan and accelerate wrap them (apply_fsdp; accelerate 1.15.0 fsdp2_prepare_model "
+            "alike: the embedding, each block, the final norm with the output layer kept gathered from forward into "
+            f"backward): the largest two gathered together, {fmt_bytes(gather_buffer_bytes)}, and in backward a "
+            f"unit's unsharded 16-bit gradients with its reduce-scatter input in {'fp32' if mixed else 'bf16'} (FSDP2 "
+            "foreach_reduce), the previous unit's input still held while the next unit computes (post_backward keeps "
+            "it in reduce_scatter_state until the next unit's reduce-scatter), "
+            f"{fmt_bytes(unit_gradients_bytes)} more at the fullest moment.")
 
 
 def interleaved_activation_bytes(one_f_one_b_bytes: int, pp: int, microbatches: int) -> int:

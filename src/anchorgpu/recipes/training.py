@@ -345,10 +345,10 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
                                          "parallelism_config_tp_size": lay.tp, "parallelism_config_cp_size": lay.cp}
         if lay.zero in (1, 2) and not lay.fsdp:
             assumptions.append(f"ZeRO-{lay.zero} was planned with TP/CP: FSDP2 without resharding after forward.")
-        elif not plan.workload.launch_accelerate:
-            assumptions.append("TRANSFORMER_BASED_WRAP keeps the embedding, final norm and head in FSDP2's root, "
-                               "gathered (and their gradients unsharded) through the whole backward; this plan counted "
-                               "torchtitan's units, less: plan with --recipe accelerate to count accelerate's.")
+        else:  # accelerate utils/fsdp_utils.py fsdp2_prepare_model: "Carve embed + tail=[final_norm, lm_head]"
+            assumptions.append("TRANSFORMER_BASED_WRAP (accelerate 1.15.0) shards each block, the embedding and the "
+                               "final norm with the head as units of their own, the head's kept gathered from forward "
+                               "into backward: the units the plan counted.")
     elif lay.zero in (1, 2) or lay.offload != "none":  # FP8: mixed_precision fp8 is a YAML key, refused beside a file
         doc["distributed_type"] = "DEEPSPEED"
         assumptions.append(plugin_bucket_line(plan))
