@@ -41,3 +41,67 @@ def test_fsdp2_keeps_the_previous_units_reduce_scatter_input_through_the_next_un
     assert p.breakdown["fsdp_unit_gradients_bytes"] == term
     line = [a for a in p.assumptions if a.startswith("FSDP2 units")][0]
     assert "reduce_scatter_state" in line
+
+
+def _llama_8b_parameters() -> list[int]:
+    """Llama-3.1-8B's ``model.parameters()`` in order (transformers LlamaForCausalLM: embed_tokens; per layer
+    self_attn q, k, v, o, mlp gate, up, down, input_layernorm, post_attention_layernorm; norm; lm_head)."""
+    h, kv, ffn, vocab = 4_096, 1_024, 14_336, 128_256
+    layer = [h * h, h * kv, h * kv, h * h, h * ffn, h * ffn, ffn * h, h, h]
+    return [vocab * h, *layer * 32, h, vocab * h]
+
+
+def _most_outside_partition(numels: list[int], dp: int) -> int:
+    """stage_1_and_2.py, written out: partitions of the flat group padded to 2 x DP (nccl_start_alignment_factor);
+    get_partition_info's params_in_partition (starting inside, or starting before and reaching in), whole in
+    copy_grads_in_partition's grads_in_partition; the most any rank holds beyond its partition."""
+    total = sum(numels)
+    part = -(-total // (2 * dp)) * 2 * dp // dp
+    most = 0
+    for rank in range(dp):
+        lo, hi = rank * part, (rank + 1) * part
+        held, start = 0, 0
+        for n in numels:
+            if lo <= start < hi or start < lo < start + n:
+                held += n
+            start += n
+        most = max(most, held - (min(hi, total) - min(lo, total)))
+    return most
+
+
+def test_zero2_holds_the_edge_parameters_whole_in_grads_in_partition() -> None:
+    """DeepSpeed 0.19.8 stage_1_and_2.py ``copy_grads_in_partition``: ``total_size += param_in_partition.numel()`` over
+    ``params_in_partition`` (``get_partition_info``: a parameter straddling the partition's start or end is in it,
+    whole), ``self.grads_in_partition = torch.empty(int(total_size), dtype=self.dtype, ...)``. Llama-3.1-8B at ZeRO-2
+    over 64 ranks: partitions of 125.5M values, several inside the 525M-value embedding; the busiest rank holds the
+    embedding's gradient whole, ~1.0 GiB beyond its partition, in the gradients (backward) and through the step."""
+    from anchorgpu.planner.deepspeed_partition import boundary_overhang_numel
+
+    model = load_model("llama-3.1-8b")
+    expected = _most_outside_partition(_llama_8b_parameters(), 64)
+    assert expected > 500e6
+    assert boundary_overhang_numel(model, 64) == pytest.approx(expected, abs=8_192)  # norms kept as one tensor
+    w = Workload(task="train", train_stack="pytorch", seq_tokens=2048, micro_batch=1, recompute="full")
+    lay = Layout(gpus=64, tp=1, pp=1, dp=64, zero=2)
+    p = plan(model, w, gpu=H100, layout=lay, suggest=False, choose_layout=False)
+    overhang = p.breakdown["zero_boundary_overhang_bytes"]
+    assert overhang == 2 * boundary_overhang_numel(model, 64)
+    main = mm.gradient_bytes(model.params_total, bytes_per_value=2, zero=2, dp=64)
+    assert p.per_gpu.gradients_bytes == main + p.breakdown["zero_reduce_buckets_bytes"] + overhang
+    assert any("straddling the partition's edges" in a for a in p.assumptions)
+    # ZeRO-1's backward holds whole gradients already: the buffer's overhang is no more there
+    one = plan(model, w, gpu=H100, layout=Layout(gpus=64, tp=1, pp=1, dp=64, zero=1), suggest=False,
+               choose_layout=False)
+    assert one.per_gpu.gradients_bytes == mm.gradient_bytes(model.params_total, bytes_per_value=2, zero=1, dp=64) + \
+        one.breakdown["zero_reduce_buckets_bytes"]
+
+
+def test_the_step_holds_the_whole_partition_buffer() -> None:
+    """stage_1_and_2.py ``step``: per group ``free_grad_in_param_list(self.params_in_partition[i])`` drops views of the
+    one ``grads_in_partition`` storage, freed only with the last: the buffer, overhang included, stays through every
+    group's flat and master-dtype copies (``flatten(averaged_gradients[i])``, ``.to(single_partition_of_fp32_groups
+    [i].dtype)``)."""
+    from anchorgpu.planner.deepspeed_zero import step_held_bytes
+
+    assert step_held_bytes(1_000, 0, 2, 4, 0, overhang_numel=500) == (1_000 + 500) * 2 + 1_000 * (2 + 4)
+    assert step_held_bytes(1_000, 3_000, 2, 4, 6_000, overhang_numel=500) == (1_000 + 500 + 3_000) * 2 + 3_000 * 6
