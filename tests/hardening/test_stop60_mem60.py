@@ -105,3 +105,34 @@ def test_the_step_holds_the_whole_partition_buffer() -> None:
 
     assert step_held_bytes(1_000, 0, 2, 4, 0, overhang_numel=500) == (1_000 + 500) * 2 + 1_000 * (2 + 4)
     assert step_held_bytes(1_000, 3_000, 2, 4, 6_000, overhang_numel=500) == (1_000 + 500 + 3_000) * 2 + 3_000 * 6
+
+
+def test_a_deepspeed_zero3_launch_holds_its_reduce_bucket_for_the_whole_run(client) -> None:  # type: ignore[no-untyped-def]
+    """DeepSpeed 0.19.8 stage3.py ``DeepSpeedZeroOptimizer_Stage3.__init__``, "# IPG": ``bucket.buffer =
+    torch.empty(self.reduce_bucket_size, dtype=dtype, ...)`` per communication dtype (bf16) under
+    ``contiguous_gradients``, kept for the whole run. The recipe writes reduce_bucket_size hidden² (4,096² for
+    Llama-3.1-8B): 32 MiB in the gradients of a plan for ``--recipe deepspeed``, none for FSDP2's launches; the recipe
+    says it is planned; the API's plan for the recipe equals the library's."""
+    from anchorgpu.planner.engine_choice import launch_reach
+    from anchorgpu.recipes import build_recipe
+
+    model = load_model("llama-3.1-8b")
+
+    def zero3(recipe: str):  # type: ignore[no-untyped-def]
+        w = Workload(task="train", train_stack="pytorch", **launch_reach(recipe))  # type: ignore[arg-type]
+        return plan(model, w, gpu=H100, layout=Layout(gpus=8, tp=1, pp=1, dp=8, zero=3))
+
+    deepspeed, fsdp = zero3("deepspeed"), zero3("torchrun-fsdp")
+    assert deepspeed.breakdown["zero3_reduce_bucket_bytes"] == 4_096**2 * 2
+    assert "zero3_reduce_bucket_bytes" not in fsdp.breakdown
+    assert deepspeed.per_gpu.gradients_bytes - fsdp.per_gpu.gradients_bytes == 4_096**2 * 2
+    assert any("stage3.py __init__" in a for a in deepspeed.assumptions)
+    assert any("ZeRO-3's reduce bucket" in a and a.endswith("as planned.")
+               for a in build_recipe(deepspeed, "deepspeed").assumptions)
+    assert any("ZeRO-3's reduce bucket" in a and "more than planned" in a
+               for a in build_recipe(fsdp, "deepspeed").assumptions)
+    body = {"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "tp": 1, "pp": 1, "dp": 8, "zero": 3,
+            "recipe": "deepspeed"}
+    api = client.post("/v1/plan", json=body)
+    assert api.status_code == 200, api.text
+    assert api.json()["per_gpu"]["total_bytes"] == deepspeed.per_gpu.total_bytes

@@ -195,24 +195,37 @@ def launches_accelerate(recipe: str | None) -> bool:
     return recipe is not None and recipe.strip().lower() == "accelerate"
 
 
+def launches_deepspeed(recipe: str | None) -> bool:
+    """Whether the launch asked for is the deepspeed recipe's (``Workload.launch_deepspeed``), whose ZeRO-3 holds a
+    reduce bucket FSDP2 has not: DeepSpeed 0.19.8 ``runtime/zero/stage3.py`` ``DeepSpeedZeroOptimizer_Stage3.__init__``
+    ("# IPG") allocates ``torch.empty(self.reduce_bucket_size, dtype=dtype)`` per communication dtype for the whole run
+    when ``contiguous_gradients`` is on (the recipe's ``ds_config.json``). Accelerate's ZeRO-3 launches run FSDP2.
+
+    >>> launches_deepspeed(None), launches_deepspeed("accelerate"), launches_deepspeed("DeepSpeed")
+    (False, False, True)
+    """
+    return recipe is not None and recipe.strip().lower() == "deepspeed"
+
+
 class LaunchReach(TypedDict):
     """What :func:`launch_reach` sets on a workload."""
 
     launch_stages: bool
     launch_tp_cp: bool
     launch_accelerate: bool
+    launch_deepspeed: bool
 
 
 def launch_reach(recipe: str | None) -> LaunchReach:
     """The :class:`~anchorgpu.planner.inputs.Workload` fields that hold the layout to what the launch asked for can
-    run (:func:`launches_stages`, :func:`launches_tp_cp`) and count what it holds (:func:`launches_accelerate`), for
-    every face that builds a workload from a ``recipe``.
+    run (:func:`launches_stages`, :func:`launches_tp_cp`) and count what it holds (:func:`launches_accelerate`,
+    :func:`launches_deepspeed`), for every face that builds a workload from a ``recipe``.
 
     >>> launch_reach("deepspeed")
-    {'launch_stages': False, 'launch_tp_cp': False, 'launch_accelerate': False}
+    {'launch_stages': False, 'launch_tp_cp': False, 'launch_accelerate': False, 'launch_deepspeed': True}
     """
     return LaunchReach(launch_stages=launches_stages(recipe), launch_tp_cp=launches_tp_cp(recipe),
-                       launch_accelerate=launches_accelerate(recipe))
+                       launch_accelerate=launches_accelerate(recipe), launch_deepspeed=launches_deepspeed(recipe))
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:

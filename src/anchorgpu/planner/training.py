@@ -14,14 +14,8 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolve, memo_on_frozen
-from anchorgpu.planner.deepspeed_partition import boundary_overhang_numel
-from anchorgpu.planner.deepspeed_zero import (
-    largest_param_numel,
-    offload_staging_bytes,
-    runs_zero_optimizer,
-    zero_buffer_terms,
-    zero_buffers_line,
-)
+from anchorgpu.planner.deepspeed_terms import deepspeed_terms
+from anchorgpu.planner.deepspeed_zero import largest_param_numel, offload_staging_bytes
 from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
@@ -256,28 +250,14 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         breakdown["activations_not_beside_gradients_bytes"] = apart
         act -= apart
         assumptions.append(gradients_apart_line(apart))
-    step_extra = 0
-    if runs_zero_optimizer(w.train_stack, lay.zero, lay.fsdp, lay.offload,
-                           not mixed or (w.task == "train" and w.optimizer_state == "bf16"), lay.tp, lay.cp):
-        # accelerate launches FP8 with its DeepSpeed plugin's keys: DeepSpeed's default bucket (recipes/training.py)
-        plugin_defaults = w.launch_accelerate and w.train_precision == "fp8"
-        # the edge parameters' parts outside the partition in grads_in_partition (deepspeed_partition), full training
-        overhang = (boundary_overhang_numel(model, shards, expert_dp if lay.ep > 1 else 0)
-                    if w.task == "train" and lay.zero and lay.offload == "none" else 0)
-        ds = zero_buffer_terms(rest_gpu / (shards if lay.zero else 1), expert_gpu / (expert_dp if lay.zero else 1),
-                               grad_value, update_value,
-                               largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank),
-                               offload=lay.offload != "none", grads_bytes=grads,
-                               expert_grads_bytes=mm.gradient_bytes(expert_gpu, bytes_per_value=grad_value,
-                                                                    zero=lay.zero, dp=expert_dp),
-                               activations_bytes=act, hidden_size=model.hidden_size, pp=lay.pp,
-                               plugin_defaults=plugin_defaults, overhang_numel=overhang,
-                               partition_gradients=lay.zero == 2)
-        breakdown.update(ds)
-        grads += ds["zero_reduce_buckets_bytes"] + ds["zero_offload_staging_bytes"]
-        grads += ds["zero_boundary_overhang_bytes"] if lay.zero == 2 else 0
-        step_extra = ds["zero_step_excess_bytes"]
-        assumptions.append(zero_buffers_line(ds, model.hidden_size, plugin_defaults, lay.zero))
+    ds = deepspeed_terms(model, w, lay, mixed=mixed, rest_gpu=rest_gpu, expert_gpu=expert_gpu, shards=shards,
+                         expert_dp=expert_dp, grad_value=grad_value, update_value=update_value, grads_bytes=grads,
+                         activations_bytes=act)
+    breakdown.update(ds.breakdown)
+    grads += ds.gradients_bytes
+    step_extra = ds.step_excess_bytes
+    if ds.line:
+        assumptions.append(ds.line)
     tensors = weights + grads + master + moments + step_extra + act
     fragmentation = math.ceil(tensors * ov.fragmentation_fraction)
     context = context_bytes(gpu, ov)
