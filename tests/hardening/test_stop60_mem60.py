@@ -136,3 +136,59 @@ def test_a_deepspeed_zero3_launch_holds_its_reduce_bucket_for_the_whole_run(clie
     api = client.post("/v1/plan", json=body)
     assert api.status_code == 200, api.text
     assert api.json()["per_gpu"]["total_bytes"] == deepspeed.per_gpu.total_bytes
+
+
+@pytest.mark.parametrize("zero", [1, 2])
+def test_accelerate_runs_tp_below_zero3_as_fsdp2_without_resharding(zero: int) -> None:
+    """The accelerate recipe writes ZeRO-1/2 with TP as FSDP2 with ``fsdp_reshard_after_forward: false`` and a
+    ``parallelism_config`` (its DeepSpeed plugin has no TP size); accelerate 1.15.0 ``fsdp2_prepare_model`` upcasts the
+    trainable parameters to fp32 under mixed precision ("Upcast to fp32 master weights"), so FSDP2's sharded
+    gradients are fp32 (``foreach_reduce``: ``_to_dtype_if_needed(reduce_output, target_dtype)``, the sharded
+    parameter's dtype), over DP x CP (``fsdp_dim_names``: ``dp_shard_cp``), and every unit stays gathered from forward
+    into backward. Llama-3.1-8B, TP 2 x DP 4: the states are ZeRO-2's with 4-byte gradients, and the head's copy-in adds
+    its fp32 reduce-scatter input (its 16-bit parameters resharded, its gradients beside it: 4 B x 262.7M values)."""
+    from anchorgpu.planner.engine_choice import launch_reach
+
+    model = load_model("llama-3.1-8b")
+    lay = Layout(gpus=8, tp=2, pp=1, dp=4, zero=zero)
+
+    def planned(recipe: str | None):  # type: ignore[no-untyped-def]
+        w = Workload(task="train", train_stack="pytorch", seq_tokens=2048, micro_batch=1, recompute="full",
+                     **launch_reach(recipe))  # type: ignore[arg-type]
+        return plan(model, w, gpu=H100, layout=lay, suggest=False, choose_layout=False)
+
+    p, torchtitan = planned("accelerate"), planned(None)
+    params = model_param_parts(model)
+    head = params.head / 2  # TP splits the vocabulary
+    assert p.breakdown["fsdp_unit_gradients_bytes"] == pytest.approx(4 * head, abs=2)
+    from anchorgpu.planner.training_states import params_per_gpu
+
+    sharded = mm.gradient_bytes(params_per_gpu(model, 2, 1, 1), bytes_per_value=4, zero=2, dp=4)
+    assert p.per_gpu.gradients_bytes == pytest.approx(sharded + 4 * head, abs=16)
+    assert p.per_gpu.gradients_bytes != torchtitan.per_gpu.gradients_bytes
+    assert p.per_gpu.weights_bytes == torchtitan.per_gpu.weights_bytes  # the whole 16-bit weights either way
+    assert any("FSDP2 without resharding after forward" in a for a in p.assumptions)
+    from anchorgpu.recipes import build_recipe
+
+    recipe = build_recipe(p, "accelerate")
+    yaml = dict(recipe.files)["accelerate_config.yaml"]
+    assert "fsdp_reshard_after_forward: false" in yaml and "parallelism_config_tp_size: 2" in yaml
+    assert any("counted so in the plan" in a and "without resharding" in a for a in recipe.assumptions)
+    assert any("plan with --recipe accelerate" in a for a in build_recipe(torchtitan, "accelerate").assumptions)
+
+
+def test_accelerate_runs_tp_alone_without_fsdp() -> None:
+    """accelerate 1.15.0 parallelism_config.py ``_validate_accelerator``: "FSDP is enabled but the parallelism config
+    has no dimension for FSDP to shard across (both `dp_shard_size` and `cp_size` are 1)" raises; the recipe writes TP
+    8 x DP 1 as MULTI_GPU with the TP size (accelerator.py ``prepare_model``: a TP model is not wrapped in DDP), as the
+    plan's ZeRO-0 counts it."""
+    from anchorgpu.planner.engine_choice import launch_reach
+    from anchorgpu.recipes import build_recipe
+
+    w = Workload(task="train", train_stack="pytorch", seq_tokens=2048, micro_batch=1, recompute="full",
+                 **launch_reach("accelerate"))  # type: ignore[arg-type]
+    p = plan(load_model("llama-3.1-8b"), w, gpu=H100, layout=Layout(gpus=8, tp=8, pp=1, dp=1, zero=0), suggest=False,
+             choose_layout=False)
+    yaml = dict(build_recipe(p, "accelerate").files)["accelerate_config.yaml"]
+    assert "distributed_type: MULTI_GPU" in yaml and "parallelism_config_tp_size: 8" in yaml
+    assert "fsdp_config" not in yaml and "fsdp_unit_gradients_bytes" not in p.breakdown

@@ -37,6 +37,8 @@ from anchorgpu.planner.terms import (
 )
 from anchorgpu.planner.training_pipeline import (
     FSDP_PIPELINE_LINE,
+    accelerate_unresharded,
+    accelerate_unresharded_line,
     check_interleaving,
     fsdp_pipeline_held_bytes,
     fsdp_units_line,
@@ -108,9 +110,12 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if lay.pipeline_layout is not None:
         assumptions.append(pipeline_layout_line(lay.pipeline_layout))
     breakdown: dict[str, int] = {}
+    # accelerate's FSDP2 without resharding (TP/CP below ZeRO-3): ZeRO-2's sharding, gradients in the parameters' dtype
+    unresharded = accelerate_unresharded(w, lay)
     if w.task == "train":
-        states = full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
-                                      w.optimizer, mixed, w.grad_bytes_per_value, stated, w.optimizer_state)
+        states = full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, 2 if unresharded else lay.zero,
+                                      lay.offload, w.optimizer, mixed, (4 if mixed else 2) if unresharded
+                                      else w.grad_bytes_per_value, stated, w.optimizer_state)
         weights, weight_terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp = states
         update_value = mm.OPTIMIZER_STATE_BYTES[w.optimizer_state][0] if mixed else 2  # bf16-true: the bf16 weights
         update_copy = master if mixed else update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp,
@@ -118,8 +123,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         grad_value = w.grad_bytes_per_value
         breakdown.update(weight_terms)
         assumptions.append(BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
-        if not mixed and lay.offload == "none" and lay.zero >= 1 and zero_runs_deepspeed(w.train_stack, lay.zero,
-                                                                                       lay.fsdp):
+        if not mixed and lay.offload == "none" and lay.zero >= 1 and not unresharded and zero_runs_deepspeed(
+                w.train_stack, lay.zero, lay.fsdp):
             master = update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp, 2)
             assumptions.append(ZERO_BF16_COPY_LINE)
     else:
@@ -170,6 +175,12 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         breakdown["fsdp_unit_gradients_bytes"] = unit_grads
         grads += unit_grads
         assumptions.append(fsdp_units_line(unit_grads, breakdown.get("gather_buffer_bytes", 0), mixed))
+    elif unresharded:
+        unit_grads = mm.fsdp_unresharded_gradients_bytes(model_param_parts(model), tp=lay.tp, param_bytes=2,
+                                                         reduce_bytes=4 if mixed else 2)
+        breakdown["fsdp_unit_gradients_bytes"] = unit_grads
+        grads += unit_grads
+        assumptions.append(accelerate_unresharded_line(unit_grads, lay.zero, mixed))
     if lay.offload != "none":
         # the host's update (ZeRO-Offload, FSDP's CPU offload) keeps the partition it updates (the master where there
         # is one), the state and that partition's gradient in its dtype: training_states.update_partition_bytes

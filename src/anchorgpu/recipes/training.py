@@ -331,6 +331,19 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
         if recompute:
             cannot.append("Activation checkpointing under DeepSpeed: switch it on in the model "
                           "(gradient_checkpointing_enable()).")
+    elif lay.tp > 1 and lay.dp == lay.cp == 1 and not (lay.fsdp or lay.zero == 3):
+        # accelerate 1.15.0 refuses FSDP2 with no dimension to shard across (parallelism_config.py
+        # _validate_accelerator: dp_shard and cp both 1) and prepares a TP model without DDP (prepare_model)
+        doc["distributed_type"] = "MULTI_GPU"
+        doc["parallelism_config"] = {"parallelism_config_dp_replicate_size": 1, "parallelism_config_dp_shard_size": 1,
+                                     "parallelism_config_tp_size": lay.tp, "parallelism_config_cp_size": 1}
+        assumptions.append(f"TP {lay.tp} alone: accelerate runs FSDP2 only with a data- or context-parallel dimension to "
+                           "shard across, so tensor parallelism without FSDP or DDP, each GPU keeping its TP share "
+                           "of the optimizer state, as planned.")
+        cannot.append(f"Load the model tensor-parallel before accelerator.prepare (from_pretrained(..., tp_plan='auto'), "
+                      f"TP {lay.tp}): accelerate checks the model's TP size against parallelism_config.")
+        if recompute:
+            cannot.append("Activation checkpointing: switch it on in the model (gradient_checkpointing_enable()).")
     elif lay.fsdp or lay.zero == 3 or lay.tp > 1 or lay.cp > 1:
         doc["distributed_type"] = "FSDP"
         doc["fsdp_config"] = {
@@ -343,8 +356,12 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
             doc["parallelism_config"] = {"parallelism_config_dp_replicate_size": 1,
                                          "parallelism_config_dp_shard_size": lay.dp,
                                          "parallelism_config_tp_size": lay.tp, "parallelism_config_cp_size": lay.cp}
-        if lay.zero in (1, 2) and not lay.fsdp:
-            assumptions.append(f"ZeRO-{lay.zero} was planned with TP/CP: FSDP2 without resharding after forward.")
+        if lay.zero < 3 and not lay.fsdp:
+            counted = ("counted so in the plan" if plan.breakdown.get("fsdp_unit_gradients_bytes") else
+                       "not this plan's count: plan with --recipe accelerate to count it")
+            assumptions.append(f"ZeRO-{lay.zero} with TP/CP runs as FSDP2 without resharding after forward (the "
+                               "DeepSpeed plugin has no TP/CP size): optimizer state and fp32 gradients sharded over "
+                               f"DP x CP, the 16-bit weights gathered from forward into backward; {counted}.")
         else:  # accelerate utils/fsdp_utils.py fsdp2_prepare_model: "Carve embed + tail=[final_norm, lm_head]"
             assumptions.append("TRANSFORMER_BASED_WRAP (accelerate 1.15.0) shards each block, the embedding and the "
                                "final norm with the head as units of their own, the head's kept gathered from forward "

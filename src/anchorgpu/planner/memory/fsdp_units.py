@@ -29,7 +29,7 @@ import math
 
 from anchorgpu.planner.formats import ModelParts
 
-__all__ = ["fsdp_gather_peak_bytes", "fsdp_unit_gradients_bytes"]
+__all__ = ["fsdp_gather_peak_bytes", "fsdp_unit_gradients_bytes", "fsdp_unresharded_gradients_bytes"]
 
 
 def _units(parts: ModelParts, tp: int) -> tuple[float, float, float, float]:
@@ -98,3 +98,29 @@ def fsdp_unit_gradients_bytes(params: ModelParts, *, tp: int, param_bytes: int, 
         peak = max(peak, root * reduce_bytes - held + root * param_bytes)
     gathered = fsdp_gather_peak_bytes(params, tp=tp) * param_bytes
     return max(0, math.ceil(held + peak - gathered))
+
+
+def fsdp_unresharded_gradients_bytes(params: ModelParts, *, tp: int, param_bytes: int, reduce_bytes: int) -> int:
+    """What FSDP2 with ``reshard_after_forward=False`` holds in backward beyond the whole model's 16-bit weights, which
+    it keeps gathered from the forward pass into the backward (every unit unsharded at the backward's start):
+    ``post_backward`` reshards each unit after its backward (``reshard_after_backward``, on by default) before its
+    ``foreach_reduce`` copies the unit's 16-bit gradients into a ``reduce_scatter_input`` of ``reduce_bytes`` a value,
+    and the previous unit's input is held until then (``reduce_scatter_state``). Walking the units in reverse (head,
+    blocks, embedding; a tied embedding held gathered with its gradients throughout), at each unit: computing (its
+    gradients, the previous unit's input, less the units already resharded) and the copy-in (its input, less those
+    and itself). ``params`` in parameters; 0 where nothing exceeds the whole weights.
+
+    >>> p = ModelParts(dense=800, experts=0, layer_other=0, embed=300, head=300, num_layers=8, tied=False)
+    >>> fsdp_unresharded_gradients_bytes(p, tp=1, param_bytes=2, reduce_bytes=4)  # head's copy-in: grads for params
+    1200
+    """
+    root, embed, layer, head = _units(params, tp)
+    held = root * param_bytes  # a tied embedding's gradients, unsharded until the final callback
+    order = [u for u in (head, *[layer] * max(1, params.num_layers), embed) if u]
+    peak, released, previous_input = 0.0, 0.0, 0.0
+    for unit in order:
+        peak = max(peak, unit * param_bytes + previous_input - released * param_bytes)  # computing
+        released += unit
+        previous_input = unit * reduce_bytes
+        peak = max(peak, previous_input - released * param_bytes + unit * param_bytes)  # copy-in: grads, input
+    return max(0, math.ceil(held + peak))
