@@ -192,3 +192,21 @@ def test_accelerate_runs_tp_alone_without_fsdp() -> None:
     yaml = dict(build_recipe(p, "accelerate").files)["accelerate_config.yaml"]
     assert "distributed_type: MULTI_GPU" in yaml and "parallelism_config_tp_size: 8" in yaml
     assert "fsdp_config" not in yaml and "fsdp_unit_gradients_bytes" not in p.breakdown
+
+
+def test_accelerate_fsdp_accumulates_with_a_reduce_scatter_each_micro_batch() -> None:
+    """accelerate 1.15.0 accelerator.py ``accumulate``: unless ``sync_each_batch`` (GradientAccumulationPlugin), the
+    micro-batches before the last run under ``no_sync``, which for FSDP2 is ``set_requires_gradient_sync(False)``; torch
+    ``FSDPParamGroup.post_backward`` then skips the reduce-scatter (``if not self.reduce_grads``) and
+    ``to_accumulated_grad_if_needed`` keeps each unsharded gradient in the reduce dtype until the last micro-batch: the
+    whole model's gradients, 4 B a parameter, which the plan does not hold. The recipe asks for sync_each_batch."""
+    from anchorgpu.planner.engine_choice import launch_reach
+    from anchorgpu.recipes import build_recipe
+
+    w = Workload(task="train", train_stack="pytorch", global_batch_tokens=4_194_304, seq_tokens=4096, micro_batch=1,
+                 **launch_reach("accelerate"))  # type: ignore[arg-type]
+    p = plan(load_model("llama-3.1-8b"), w, gpu=H100, layout=Layout(gpus=8, tp=1, pp=1, dp=8, zero=3), suggest=False,
+             choose_layout=False)
+    recipe = build_recipe(p, "accelerate")
+    assert any("GradientAccumulationPlugin(num_steps=128, sync_each_batch=True)" in c for c in recipe.cannot_set)
+    assert any("sync_each_batch" in a for a in recipe.assumptions)

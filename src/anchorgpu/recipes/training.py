@@ -395,8 +395,19 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
         del doc["machine_rank"]
         doc["main_process_port"] = 29500
         launch += ["--machine_rank", "$NODE_RANK", "--main_process_ip", "$MASTER_ADDR"]
-    cannot.append(f"{_SCRIPT} is yours: Accelerator(gradient_accumulation_steps={steps.accumulation}) and a "
-                  f"DataLoader of batch size {steps.micro_batch} with sequences of {steps.seq_tokens:,} tokens.")
+    accumulation = f"gradient_accumulation_steps={steps.accumulation}"
+    if doc["distributed_type"] == "FSDP" and steps.accumulation > 1:
+        # accelerator.py accumulate(): without sync_each_batch its no_sync calls FSDP2's set_requires_gradient_sync(
+        # False), whose post_backward keeps every unsharded gradient (to_accumulated_grad_if_needed, in the reduce
+        # dtype) until the last micro-batch: 4 B a parameter / TP the plan does not hold
+        accumulation = (f"gradient_accumulation_plugin=GradientAccumulationPlugin(num_steps={steps.accumulation}, "
+                        "sync_each_batch=True)")
+        assumptions.append("Gradient accumulation under FSDP2 reduce-scatters each micro-batch (sync_each_batch), as "
+                           "planned: accelerate's default skips it (no_sync, set_requires_gradient_sync(False)) and "
+                           "keeps every parameter's unsharded gradient, in fp32 under mixed precision, until the last "
+                           "micro-batch.")
+    cannot.append(f"{_SCRIPT} is yours: Accelerator({accumulation}) and a DataLoader of batch size {steps.micro_batch} "
+                  f"with sequences of {steps.seq_tokens:,} tokens.")
     assumptions.append(f"Model: {model}.")
     command = shell_join([*launch, _SCRIPT])
     return command, (("accelerate_config.yaml", yaml_dump(doc)), *files)
