@@ -25,7 +25,7 @@ from anchorgpu.planner.memory.activations import (
     sampler_activation_bytes,
     training_activation_bytes,
 )
-from anchorgpu.planner.memory.fsdp_units import fsdp_unit_gradients_bytes
+from anchorgpu.planner.memory.fsdp_units import fsdp_unit_gradients_bytes, fsdp_unresharded_gradients_bytes
 from anchorgpu.planner.memory.kv import (
     STATE_BYTES_PER_VALUE,
     kv_cache_bytes,
@@ -63,6 +63,7 @@ __all__ = [
     "expert_data_parallel",
     "FUSED_LORA_TARGETS",
     "fsdp_unit_gradients_bytes",
+    "fsdp_unresharded_gradients_bytes",
     "gather_buffer_bytes",
     "gradient_bytes",
     "inference_activation_bytes",
