@@ -83,8 +83,9 @@ def test_every_engine_sizes_its_running_batch(capsys: pytest.CaptureFixture[str]
 
 def test_a_state_space_models_recurrent_state_is_the_running_sequences(capsys: pytest.CaptureFixture[str]) -> None:
     """Mamba keeps a fixed state a sequence and no KV cache: 64 running of 256 hold 64 states (before: 256)."""
-    answer = run_json(capsys, "plan", "mamba-2.8b", "--gpu", "h100", "--concurrency", "256", "--max-num-seqs", "64",
-                      "--prompt", "1000", "--output-tokens", "200")
+    answer = run_json(capsys, "plan", "mamba-2.8b", "--gpu", "h100", "--gpus", "1", "--concurrency", "256",
+                      "--max-num-seqs", "64", "--prompt", "1000", "--output-tokens", "200")
+    assert answer["layout"]["dp"] == 1  # one engine (without --gpus the chooser runs them on 4 replicas of 64)
     state = answer["breakdown"]["state_per_sequence_bytes"]
     assert answer["breakdown"]["recurrent_state_bytes"] == answer["per_gpu"]["kv_cache_bytes"] == 64 * state
 

@@ -63,8 +63,8 @@ def queued_line(users: int, running: int, replicas: int, engine: str) -> str:
     """The assumption a plan states where ``users`` exceed what its ``replicas`` engines run at once (``running``
     each): the memory is sized for the running sequences, and how many wait.
 
-    >>> queued_line(20_000, 1_024, 8, "vllm")[38:198]
-    "20,000 users, 8 replicas each running at most 1,024 at once (max_num_seqs): the KV cache is sized for the 8,192 sequences running, the other 11,808 wait in the q"
+    >>> queued_line(20_000, 1_024, 8, "vllm")[38:197]
+    '20,000 users, 8 replicas each running at most 1,024 at once (max_num_seqs): the KV cache is sized for the 8,192 sequences running, the other 11,808 wait in the'
     """
     at_once = running * replicas
     return (f"{QUEUED_PREFIX}{users:,} users, {replicas:,} replica{'s each' if replicas > 1 else ''} running at most {running:,} at "
