@@ -3,8 +3,9 @@ do (stop 59 webreach): its workload takes the recipe's reach (:func:`anchorgpu.p
 engine and training stack. Before, the page planned without the recipe and wrote the launch from a second plan, so
 the figures on the page were not the launch's (nor the API's): a training recipe's PyTorch stack was planned as
 Megatron's, a serving recipe's engine as vLLM, and Llama-3.1-8B, train, 8 H100, ZeRO-3, ``recipe accelerate`` showed
-torchtitan's FSDP units (68.12 GiB per GPU) where accelerate's TRANSFORMER_BASED_WRAP root (embedding, norm and head
-gathered through backward) gives 70.78 GiB (tests/hardening/test_stop59_accroot.py, stop59_accroot.md)."""
+Megatron's memory where a training recipe plans the PyTorch stack (tests/hardening/test_stop59_accroot.py,
+stop59_accroot.md). Since stop 60 (mem60) accelerate 1.15.0's wrap is counted as torchtitan's units, which it makes
+(68.12 GiB per GPU either way)."""
 
 from __future__ import annotations
 
@@ -39,16 +40,16 @@ def test_the_page_gives_the_apis_memory_for_the_launch_asked_for(client: TestCli
     page = _page(client, body)
     assert _page_total_bytes(page) == api.json()["per_gpu"]["total_bytes"]
     if recipe == "accelerate":
-        assert round(api.json()["per_gpu"]["total_bytes"] / 2**30, 2) == 70.78  # stop59_accroot.md's table
-        assert "counted torchtitan" not in html.unescape(page)  # the launch beside the plan is the plan's own
+        assert round(api.json()["per_gpu"]["total_bytes"] / 2**30, 2) == 68.12  # stop60_mem60.md
+        assert "the units the plan counted" in html.unescape(page)  # the launch beside the plan is the plan's own
 
 
-def test_accelerate_counts_more_than_no_launch_on_the_page(client: TestClient) -> None:
+def test_accelerate_counts_torchtitans_units_on_the_page(client: TestClient) -> None:
     """On the PyTorch stack (the stack a training recipe plans for, resolve_train_stack): 68.12 GiB without a launch
-    (torchtitan's units), 70.78 GiB with accelerate's (stop59_accroot.md)."""
+    (torchtitan's units) and with accelerate's, the same units in accelerate 1.15.0 (stop60_mem60.md)."""
     plain = _page_total_bytes(_page(client, {**TRAIN, "train_stack": "pytorch"}))
     accelerate = _page_total_bytes(_page(client, {**TRAIN, "recipe": "accelerate"}))
-    assert (round(plain / 2**30, 2), round(accelerate / 2**30, 2)) == (68.12, 70.78)
+    assert (round(plain / 2**30, 2), round(accelerate / 2**30, 2)) == (68.12, 68.12)
 
 
 def test_a_serving_launch_sizes_the_page_for_its_engine(client: TestClient) -> None:
@@ -70,10 +71,10 @@ def test_a_launch_refused_before_planning_leaves_the_plan_without_it(client: Tes
 
 
 def test_the_formats_beside_the_plan_are_planned_for_its_launch(client: TestClient) -> None:
-    """The formats table's row for the plan's own format is the plan above it (accelerate's 70.78 GiB, shown 70.8, not
+    """The formats table's row for the plan's own format is the plan above it (accelerate's 68.12 GiB, shown 68.1, not
     Megatron's 59.90 GiB), and each row's link keeps the launch, so the page it opens shows the row's figure."""
     page = html.unescape(_page(client, {**TRAIN, "recipe": "accelerate"}))
     row = re.search(r'<tr class="current"[^>]*>\s*<td><a href="([^"]+)">bf16</a>.*?<td class="num">([\d.]+) GiB</td>',
                     page, re.S)
     assert row is not None, "no current bf16 row"
-    assert "recipe=accelerate" in row.group(1) and row.group(2) == "70.8"  # the gib filter: one decimal
+    assert "recipe=accelerate" in row.group(1) and row.group(2) == "68.1"  # the gib filter: one decimal

@@ -148,27 +148,32 @@ def step_gradient_bytes(partition_numel: float, grad_bytes: int, master_bytes: i
 
 
 def step_held_bytes(rest_numel: float, expert_numel: float, grad_bytes: int, master_bytes: int,
-                    expert_grads_bytes: int) -> int:
+                    expert_grads_bytes: int, overhang_numel: int = 0) -> int:
     """The gradient bytes a GPU holds at the step's peak without offload. ``stage_1_and_2.py`` ``step`` takes the
     optimizer's parameter groups one at a time (the routed experts' are groups of their own, after the rest:
     ``deepspeed/moe/utils.py`` ``split_params_into_different_moe_groups_for_optimizer``), and for each frees the
     gradients outside the rank's partition (``free_grad_in_param_list(params_not_in_partition[i])``), makes
-    :func:`step_gradient_bytes`, steps, then frees that group's gradients and its copy (``.grad = None``). So the
-    peak is the larger of: the rest's partition gradients (``rest_numel`` values) and their step copies beside the
-    experts' gradients as the backward pass left them (``expert_grads_bytes``); the experts' partition gradients and
-    their step copies, the rest's freed. The activations and reduce buckets are gone by then.
+    :func:`step_gradient_bytes`, steps, then drops that group's gradients and its copy (``.grad = None``). The
+    partition gradients are views of one ``grads_in_partition`` buffer for all groups, which also holds the parts of
+    the edge parameters outside the partition (``overhang_numel`` values,
+    :mod:`~anchorgpu.planner.deepspeed_partition`): its storage outlives every group's step. So the peak is the
+    larger of: the buffer (the rest's partition, ``rest_numel`` values, and the overhang) and the rest's step copies
+    beside the experts' gradients as the backward pass left them (``expert_grads_bytes``); the buffer with the
+    experts' partition in it and the experts' step copies. The activations and reduce buckets are gone by then.
 
-    >>> step_held_bytes(1_000, 0, 2, 4, 0), step_held_bytes(1_000, 500, 2, 4, 8_000)
-    (8000, 16000)
+    >>> step_held_bytes(1_000, 0, 2, 4, 0), step_held_bytes(1_000, 500, 2, 4, 8_000), step_held_bytes(1_000, 0, 2, 4, 0, 100)
+    (8000, 16000, 8200)
     """
-    rest = rest_numel * grad_bytes + step_gradient_bytes(rest_numel, grad_bytes, master_bytes) + expert_grads_bytes
-    expert = expert_numel * grad_bytes + step_gradient_bytes(expert_numel, grad_bytes, master_bytes)
+    buffer = (rest_numel + overhang_numel) * grad_bytes
+    rest = buffer + step_gradient_bytes(rest_numel, grad_bytes, master_bytes) + expert_grads_bytes
+    expert = buffer + expert_numel * grad_bytes + step_gradient_bytes(expert_numel, grad_bytes, master_bytes)
     return round(max(rest, expert))
 
 
 def zero_buffer_terms(rest_numel: float, expert_numel: float, grad_bytes: int, master_bytes: int, largest_numel: int,
                       *, offload: bool, grads_bytes: int, expert_grads_bytes: int, activations_bytes: int,
-                      hidden_size: int, pp: int = 1, plugin_defaults: bool = False) -> dict[str, int]:
+                      hidden_size: int, pp: int = 1, plugin_defaults: bool = False, overhang_numel: int = 0,
+                      partition_gradients: bool = False) -> dict[str, int]:
     """The breakdown's terms for a :func:`runs_zero_optimizer` layout: ``zero_reduce_buckets_bytes``
     (:func:`reduce_buckets_bytes`), under offload ``zero_offload_staging_bytes`` (the GPU's staging buffer,
     :func:`offload_staging_bytes`; the host's is the plan's ``offloaded_gradient_staging_bytes``), without offload
@@ -178,6 +183,10 @@ def zero_buffer_terms(rest_numel: float, expert_numel: float, grad_bytes: int, m
     the plan adds: its peak is the larger of the two. ``rest_numel``/``expert_numel``: the rank's partition.
     ``plugin_defaults``: accelerate's DeepSpeed plugin keys with no config file (an FP8 plan's launch), which leave
     ``reduce_bucket_size`` and ``overlap_comm`` at DeepSpeed's defaults (:func:`plugin_reduce_buckets_bytes`).
+    Without offload, ``zero_boundary_overhang_bytes``: the edge parameters' parts outside the rank's partition in
+    ``grads_in_partition`` (``overhang_numel`` values, :mod:`~anchorgpu.planner.deepspeed_partition`), held through the
+    backward pass at stage 2 (``partition_gradients``: the plan's gradients are the partition) and through the step at
+    stages 1-2.
 
     >>> t = zero_buffer_terms(10**9, 0, 2, 4, 5 * 10**8, offload=False, grads_bytes=2 * 10**9, expert_grads_bytes=0,
     ...                       activations_bytes=10**9, hidden_size=4096)
@@ -188,19 +197,24 @@ def zero_buffer_terms(rest_numel: float, expert_numel: float, grad_bytes: int, m
                else reduce_buckets_bytes(zero_settings(), reduce_bucket_numel(hidden_size), pp))
     terms = {"zero_reduce_buckets_bytes": buckets,
              "zero_offload_staging_bytes": offload_staging_bytes(largest_numel) if offload else 0,
-             "zero_step_gradient_bytes": 0, "zero_step_excess_bytes": 0}
+             "zero_step_gradient_bytes": 0, "zero_step_excess_bytes": 0, "zero_boundary_overhang_bytes": 0}
     if not offload:
+        overhang = overhang_numel * grad_bytes
+        terms["zero_boundary_overhang_bytes"] = overhang
         terms["zero_step_gradient_bytes"] = max(step_gradient_bytes(rest_numel, grad_bytes, master_bytes),
                                                 step_gradient_bytes(expert_numel, grad_bytes, master_bytes))
-        held = step_held_bytes(rest_numel, expert_numel, grad_bytes, master_bytes, expert_grads_bytes)
-        terms["zero_step_excess_bytes"] = max(0, held - grads_bytes - activations_bytes - buckets)
+        held = step_held_bytes(rest_numel, expert_numel, grad_bytes, master_bytes, expert_grads_bytes, overhang_numel)
+        backward = grads_bytes + (overhang if partition_gradients else 0) + activations_bytes + buckets
+        terms["zero_step_excess_bytes"] = max(0, held - backward)
     return terms
 
 
-def zero_buffers_line(buckets_bytes: int, staging_bytes: int, excess_bytes: int, hidden_size: int,
-                      plugin_defaults: bool = False) -> str:
-    """The plan's assumption line for :func:`runs_zero_optimizer` layouts."""
+def zero_buffers_line(terms: dict[str, int], hidden_size: int, plugin_defaults: bool = False, zero: int = 1) -> str:
+    """The plan's assumption line for :func:`runs_zero_optimizer` layouts, from :func:`zero_buffer_terms`' ``terms``."""
     from anchorgpu.units import fmt_bytes
+
+    buckets_bytes, staging_bytes = terms["zero_reduce_buckets_bytes"], terms["zero_offload_staging_bytes"]
+    excess_bytes, overhang_bytes = terms["zero_step_excess_bytes"], terms.get("zero_boundary_overhang_bytes", 0)
 
     numel = reduce_bucket_numel(hidden_size)
     if plugin_defaults:
@@ -218,6 +232,11 @@ def zero_buffers_line(buckets_bytes: int, staging_bytes: int, excess_bytes: int,
     if staging_bytes:
         words += (f"; ZeRO-Offload's gradient staging buffer of the largest parameter, {fmt_bytes(staging_bytes)} on the "
                   "GPU and as much pinned on the host")
+    if overhang_bytes:
+        words += (f"; grads_in_partition holds the parameters straddling the partition's edges whole, "
+                  f"{fmt_bytes(overhang_bytes)} beyond the partition on the busiest rank ("
+                  + ("through the backward pass and the step, counted with the gradients" if zero == 2 else
+                     "through the step; the backward pass's gradients are whole at ZeRO-1") + ")")
     if excess_bytes:
         words += (f"; the step's flat gradient partition and its copy in the master's dtype outlast the backward "
                   f"pass's activations by {fmt_bytes(excess_bytes)}, counted with the optimizer")

@@ -183,17 +183,28 @@ def launches_tp_cp(recipe: str | None) -> bool:
 
 def launches_accelerate(recipe: str | None) -> bool:
     """Whether the launch asked for is accelerate's (``Workload.launch_accelerate``), whose memory differs from the
-    other launches' in two places the plan counts. Its FSDP2: ``--recipe accelerate`` writes
-    ``fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`` (:mod:`anchorgpu.recipes.training`), whose
-    ``utils/fsdp_utils.py`` ``fsdp2_prepare_model`` calls ``fully_shard`` on each ``_no_split_modules`` block and then
-    on the model, the root, holding the embedding, final norm and head (every other launch is counted with
-    torchtitan's ``apply_fsdp`` units). Its DeepSpeed plugin under FP8, whose keys leave ``reduce_bucket_size`` at
-    DeepSpeed's default.
+    other launches' where its DeepSpeed plugin runs FP8: the plugin's keys leave ``reduce_bucket_size`` at DeepSpeed's
+    default. Its FSDP2 units are torchtitan's ``apply_fsdp`` units, as for every launch: ``--recipe accelerate`` writes
+    ``fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`` (:mod:`anchorgpu.recipes.training`), and accelerate 1.15.0's
+    ``utils/fsdp_utils.py`` ``fsdp2_prepare_model`` calls ``fully_shard`` on each ``_no_split_modules`` block, on the
+    embedding and on [final norm, head] (not resharded after forward), then on the model.
 
     >>> launches_accelerate(None), launches_accelerate("torchrun-fsdp"), launches_accelerate("Accelerate")
     (False, False, True)
     """
     return recipe is not None and recipe.strip().lower() == "accelerate"
+
+
+def launches_deepspeed(recipe: str | None) -> bool:
+    """Whether the launch asked for is the deepspeed recipe's (``Workload.launch_deepspeed``), whose ZeRO-3 holds a
+    reduce bucket FSDP2 has not: DeepSpeed 0.19.8 ``runtime/zero/stage3.py`` ``DeepSpeedZeroOptimizer_Stage3.__init__``
+    ("# IPG") allocates ``torch.empty(self.reduce_bucket_size, dtype=dtype)`` per communication dtype for the whole run
+    when ``contiguous_gradients`` is on (the recipe's ``ds_config.json``). Accelerate's ZeRO-3 launches run FSDP2.
+
+    >>> launches_deepspeed(None), launches_deepspeed("accelerate"), launches_deepspeed("DeepSpeed")
+    (False, False, True)
+    """
+    return recipe is not None and recipe.strip().lower() == "deepspeed"
 
 
 class LaunchReach(TypedDict):
@@ -202,18 +213,19 @@ class LaunchReach(TypedDict):
     launch_stages: bool
     launch_tp_cp: bool
     launch_accelerate: bool
+    launch_deepspeed: bool
 
 
 def launch_reach(recipe: str | None) -> LaunchReach:
     """The :class:`~anchorgpu.planner.inputs.Workload` fields that hold the layout to what the launch asked for can
-    run (:func:`launches_stages`, :func:`launches_tp_cp`) and count what it holds (:func:`launches_accelerate`), for
-    every face that builds a workload from a ``recipe``.
+    run (:func:`launches_stages`, :func:`launches_tp_cp`) and count what it holds (:func:`launches_accelerate`,
+    :func:`launches_deepspeed`), for every face that builds a workload from a ``recipe``.
 
     >>> launch_reach("deepspeed")
-    {'launch_stages': False, 'launch_tp_cp': False, 'launch_accelerate': False}
+    {'launch_stages': False, 'launch_tp_cp': False, 'launch_accelerate': False, 'launch_deepspeed': True}
     """
     return LaunchReach(launch_stages=launches_stages(recipe), launch_tp_cp=launches_tp_cp(recipe),
-                       launch_accelerate=launches_accelerate(recipe))
+                       launch_accelerate=launches_accelerate(recipe), launch_deepspeed=launches_deepspeed(recipe))
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:

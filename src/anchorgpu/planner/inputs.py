@@ -226,11 +226,13 @@ class Workload:
     # CP at 1 where it runs neither (--recipe deepspeed: engine_choice.launches_tp_cp)
     launch_stages: bool = True
     launch_tp_cp: bool = True
-    # True where the launch asked for is accelerate's (--recipe accelerate: engine_choice.launches_accelerate): its
-    # FSDP2 units (TRANSFORMER_BASED_WRAP keeps the embedding, final norm and head in the root, gathered through the
-    # backward; else torchtitan's apply_fsdp units are counted) and, under FP8, its DeepSpeed plugin's default
-    # reduce bucket (the plugin's keys cannot set it; every other accelerate DeepSpeed launch writes ds_config.json)
+    # True where the launch asked for is accelerate's (--recipe accelerate: engine_choice.launches_accelerate): under
+    # FP8 its DeepSpeed plugin's default reduce bucket (the plugin's keys cannot set it; every other accelerate
+    # DeepSpeed launch writes ds_config.json); its FSDP2 units are torchtitan's (accelerate 1.15.0 fsdp2_prepare_model)
     launch_accelerate: bool = False
+    # True where the launch asked for is DeepSpeed's own (--recipe deepspeed: engine_choice.launches_deepspeed): at
+    # ZeRO-3 its reduce bucket (stage3.py __init__ "# IPG"), held for the whole run, beyond FSDP2's units
+    launch_deepspeed: bool = False
     cross_entropy: CrossEntropy | None = None  # the loss's implementation (full training); None: the stack's default
     train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that
     optimizer_state: OptimizerState = "fp32"  # AdamW's master and moments under mixed/fp8/fp4 (OPTIMIZER_STATES)

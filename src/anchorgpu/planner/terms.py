@@ -41,38 +41,34 @@ new_task_terms: Callable[..., TaskTerms] = builder(TaskTerms, positional=3)
 
 
 def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int], *,
-                  bnb_constants_whole: bool = False, root_ends: bool = False) -> int:
+                  bnb_constants_whole: bool = False) -> int:
     """The weight bytes one GPU holds under ``lay``; the whole model's terms (and ZeRO-3's gather buffers) go to
     ``breakdown``. They depend on the (frozen) weight parts of (model, format) and the split only: memoised on
     them (:func:`_sharded_weights`), so every plan of that split reuses them. ``bnb_constants_whole``: see
-    :func:`layout_weights_bytes`; ``root_ends``: accelerate's FSDP wrap (:func:`_sharded_weights`)."""
+    :func:`layout_weights_bytes`."""
     held, terms = layout_weights_bytes(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
-                                       busiest_rank_layers(lay.pipeline_layout), bnb_constants_whole=bnb_constants_whole,
-                                       root_ends=root_ends)
+                                       busiest_rank_layers(lay.pipeline_layout), bnb_constants_whole=bnb_constants_whole)
     breakdown.update(terms)
     return held
 
 
 def layout_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int, dp: int, cp: int, zero: int,
-                         offload: str, stated: int | None = None, *, bnb_constants_whole: bool = False,
-                         root_ends: bool = False) -> tuple[int, dict[str, int]]:
+                         offload: str, stated: int | None = None, *, bnb_constants_whole: bool = False
+                         ) -> tuple[int, dict[str, int]]:
     """:func:`weights_bytes` of a layout given by its counts (``stated``: the busiest rank's layers of an explicit
     pipeline layout): the bytes one GPU holds and the breakdown's terms, shared by every caller (read them, never
     change them). ``bnb_constants_whole``: a bitsandbytes 4-bit base under PyTorch's FSDP / DeepSpeed ZeRO-3 has only
     its packed codes sharded; its block constants (``quant_state``, not a parameter) stay whole on every GPU
-    (:func:`~anchorgpu.planner.formats.bnb_code_format`); no effect on another format or without ZeRO-3.
-    ``root_ends``: the FSDP units are accelerate's ``TRANSFORMER_BASED_WRAP`` (the embedding and head in the root,
-    gathered throughout: :func:`~anchorgpu.planner.memory.fsdp_units.fsdp_gather_peak_bytes`), else torchtitan's."""
+    (:func:`~anchorgpu.planner.formats.bnb_code_format`); no effect on another format or without ZeRO-3."""
     zero3 = zero == 3
     expert_dp = mm.expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep) if zero3 else 1
     parts = model_weight_parts(model, fmt)
     codes_fmt = bnb_code_format(fmt) if zero3 and bnb_constants_whole else None
     if codes_fmt is None:
         return _sharded_weights(parts, tp, pp, ep, dp * cp if zero3 else 1, zero3, zero3 and offload == "params",
-                                expert_dp, stated, 1, zero3 and root_ends)
+                                expert_dp, stated)
     codes = model_weight_parts(model, codes_fmt)
-    return _codes_sharded_weights(parts, codes, tp, pp, ep, dp * cp, offload == "params", expert_dp, stated,
-                                  root_ends)
+    return _codes_sharded_weights(parts, codes, tp, pp, ep, dp * cp, offload == "params", expert_dp, stated)
 
 
 def split_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int) -> tuple[int, dict[str, int]]:
@@ -86,8 +82,8 @@ def split_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, e
 
 @memo_on_frozen
 def _sharded_weights(parts: ModelParts, tp: int, pp: int, ep: int, dp_shard: int, zero3: bool,
-                     offload_params: bool, expert_shard: int = 1, stated: int | None = None, expert_tp: int = 1,
-                     root_ends: bool = False) -> tuple[int, dict[str, int]]:
+                     offload_params: bool, expert_shard: int = 1, stated: int | None = None, expert_tp: int = 1
+                     ) -> tuple[int, dict[str, int]]:
     """(bytes one GPU holds, the breakdown's weight terms in their order) for :func:`weights_bytes`: the whole
     model's weight bytes by kind, then ZeRO-3's gather buffer (the parameters themselves leave the GPU when
     offloaded). Under ZeRO-3 the rest is sharded over ``dp_shard`` GPUs and, under EP, the routed experts over the
@@ -104,22 +100,20 @@ def _sharded_weights(parts: ModelParts, tp: int, pp: int, ep: int, dp_shard: int
              "weights_other_bytes": math.ceil(parts.layer_other), "weights_whole_model_bytes": math.ceil(parts.total)}
     if not zero3:
         return sharded, terms
-    gather = mm.gather_buffer_bytes(parts, tp=tp, root_ends=root_ends)
+    gather = mm.gather_buffer_bytes(parts, tp=tp)
     terms["gather_buffer_bytes"] = gather
     return (0 if offload_params else sharded) + gather, terms
 
 
 @partial(memo_on_frozen, frozen=2)
 def _codes_sharded_weights(parts: ModelParts, codes: ModelParts, tp: int, pp: int, ep: int, dp_shard: int,
-                           offload_params: bool, expert_shard: int, stated: int | None, root_ends: bool = False
-                           ) -> tuple[int, dict[str, int]]:
+                           offload_params: bool, expert_shard: int, stated: int | None) -> tuple[int, dict[str, int]]:
     """:func:`_sharded_weights` under ZeRO-3 of a bitsandbytes 4-bit base: the packed codes (``codes``) sharded as any
     parameter (and offloaded with them), the block constants (``parts`` less ``codes``) split by TP/PP/EP only, whole
     on each data-parallel rank and left on the GPU (``quant_state`` is no parameter: FSDP neither shards, gathers nor
     offloads it). The terms are ``parts``' with ``weights_bnb_constants_bytes`` (those each GPU holds) added and
     ``gather_buffer_bytes`` the codes' (two units of packed codes: the constants are not gathered, so not in it)."""
-    held_codes, _ = _sharded_weights(codes, tp, pp, ep, dp_shard, True, offload_params, expert_shard, stated, 1,
-                                     root_ends)
+    held_codes, _ = _sharded_weights(codes, tp, pp, ep, dp_shard, True, offload_params, expert_shard, stated)
     constants = ModelParts(dense=parts.dense - codes.dense, experts=parts.experts - codes.experts,
                            layer_other=parts.layer_other - codes.layer_other, embed=parts.embed - codes.embed,
                            head=parts.head - codes.head, num_layers=parts.num_layers, tied=parts.tied)
@@ -127,7 +121,7 @@ def _codes_sharded_weights(parts: ModelParts, codes: ModelParts, tp: int, pp: in
     _, terms = _sharded_weights(parts, tp, pp, ep, dp_shard, True, offload_params, expert_shard, stated)
     # the gather buffer holds the gathered codes only (held_codes counts it): the constants, never gathered, are
     # counted once, whole, in constants_gpu
-    terms = {**terms, "gather_buffer_bytes": mm.gather_buffer_bytes(codes, tp=tp, root_ends=root_ends),
+    terms = {**terms, "gather_buffer_bytes": mm.gather_buffer_bytes(codes, tp=tp),
              "weights_bnb_constants_bytes": constants_gpu}
     return held_codes + constants_gpu, terms
 

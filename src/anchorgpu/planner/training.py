@@ -14,13 +14,8 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolve, memo_on_frozen
-from anchorgpu.planner.deepspeed_zero import (
-    largest_param_numel,
-    offload_staging_bytes,
-    runs_zero_optimizer,
-    zero_buffer_terms,
-    zero_buffers_line,
-)
+from anchorgpu.planner.deepspeed_terms import deepspeed_terms
+from anchorgpu.planner.deepspeed_zero import largest_param_numel, offload_staging_bytes
 from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
@@ -42,6 +37,8 @@ from anchorgpu.planner.terms import (
 )
 from anchorgpu.planner.training_pipeline import (
     FSDP_PIPELINE_LINE,
+    accelerate_unresharded,
+    accelerate_unresharded_line,
     check_interleaving,
     fsdp_pipeline_held_bytes,
     fsdp_units_line,
@@ -113,12 +110,12 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if lay.pipeline_layout is not None:
         assumptions.append(pipeline_layout_line(lay.pipeline_layout))
     breakdown: dict[str, int] = {}
-    # accelerate's TRANSFORMER_BASED_WRAP (--recipe accelerate) keeps the embedding and head in FSDP2's root
-    root_ends = w.launch_accelerate and w.train_stack == "pytorch"
+    # accelerate's FSDP2 without resharding (TP/CP below ZeRO-3): ZeRO-2's sharding, gradients in the parameters' dtype
+    unresharded = accelerate_unresharded(w, lay)
     if w.task == "train":
-        states = full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
-                                      w.optimizer, mixed, w.grad_bytes_per_value, stated, w.optimizer_state,
-                                      root_ends)
+        states = full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, 2 if unresharded else lay.zero,
+                                      lay.offload, w.optimizer, mixed, (4 if mixed else 2) if unresharded
+                                      else w.grad_bytes_per_value, stated, w.optimizer_state)
         weights, weight_terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp = states
         update_value = mm.OPTIMIZER_STATE_BYTES[w.optimizer_state][0] if mixed else 2  # bf16-true: the bf16 weights
         update_copy = master if mixed else update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp,
@@ -126,13 +123,12 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         grad_value = w.grad_bytes_per_value
         breakdown.update(weight_terms)
         assumptions.append(BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
-        if not mixed and lay.offload == "none" and lay.zero >= 1 and zero_runs_deepspeed(w.train_stack, lay.zero,
-                                                                                       lay.fsdp):
+        if not mixed and lay.offload == "none" and lay.zero >= 1 and not unresharded and zero_runs_deepspeed(
+                w.train_stack, lay.zero, lay.fsdp):
             master = update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp, 2)
             assumptions.append(ZERO_BF16_COPY_LINE)
     else:
-        weights = weights_bytes(model, fmt, lay, breakdown, bnb_constants_whole=w.train_stack == "pytorch",
-                                root_ends=root_ends)
+        weights = weights_bytes(model, fmt, lay, breakdown, bnb_constants_whole=w.train_stack == "pytorch")
         if "weights_bnb_constants_bytes" in breakdown:
             assumptions.append(bnb_constants_line(breakdown["weights_bnb_constants_bytes"]))
         params_gpu = params_per_gpu(model, lay.tp, lay.pp, lay.ep, stated)
@@ -175,10 +171,16 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(FSDP_PIPELINE_LINE)
     elif pytorch and lay.zero == 3:
         unit_grads = mm.fsdp_unit_gradients_bytes(model_param_parts(model), tp=lay.tp, param_bytes=2,
-                                                  reduce_bytes=4 if mixed else 2, root_ends=root_ends)
+                                                  reduce_bytes=4 if mixed else 2)
         breakdown["fsdp_unit_gradients_bytes"] = unit_grads
         grads += unit_grads
-        assumptions.append(fsdp_units_line(unit_grads, breakdown.get("gather_buffer_bytes", 0), mixed, root_ends))
+        assumptions.append(fsdp_units_line(unit_grads, breakdown.get("gather_buffer_bytes", 0), mixed))
+    elif unresharded:
+        unit_grads = mm.fsdp_unresharded_gradients_bytes(model_param_parts(model), tp=lay.tp, param_bytes=2,
+                                                         reduce_bytes=4 if mixed else 2)
+        breakdown["fsdp_unit_gradients_bytes"] = unit_grads
+        grads += unit_grads
+        assumptions.append(accelerate_unresharded_line(unit_grads, lay.zero, mixed))
     if lay.offload != "none":
         # the host's update (ZeRO-Offload, FSDP's CPU offload) keeps the partition it updates (the master where there
         # is one), the state and that partition's gradient in its dtype: training_states.update_partition_bytes
@@ -259,24 +261,14 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         breakdown["activations_not_beside_gradients_bytes"] = apart
         act -= apart
         assumptions.append(gradients_apart_line(apart))
-    step_extra = 0
-    if runs_zero_optimizer(w.train_stack, lay.zero, lay.fsdp, lay.offload,
-                           not mixed or (w.task == "train" and w.optimizer_state == "bf16"), lay.tp, lay.cp):
-        # accelerate launches FP8 with its DeepSpeed plugin's keys: DeepSpeed's default bucket (recipes/training.py)
-        plugin_defaults = w.launch_accelerate and w.train_precision == "fp8"
-        ds = zero_buffer_terms(rest_gpu / (shards if lay.zero else 1), expert_gpu / (expert_dp if lay.zero else 1),
-                               grad_value, update_value,
-                               largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank),
-                               offload=lay.offload != "none", grads_bytes=grads,
-                               expert_grads_bytes=mm.gradient_bytes(expert_gpu, bytes_per_value=grad_value,
-                                                                    zero=lay.zero, dp=expert_dp),
-                               activations_bytes=act, hidden_size=model.hidden_size, pp=lay.pp,
-                               plugin_defaults=plugin_defaults)
-        breakdown.update(ds)
-        grads += ds["zero_reduce_buckets_bytes"] + ds["zero_offload_staging_bytes"]
-        step_extra = ds["zero_step_excess_bytes"]
-        assumptions.append(zero_buffers_line(ds["zero_reduce_buckets_bytes"], ds["zero_offload_staging_bytes"], step_extra,
-                                             model.hidden_size, plugin_defaults))
+    ds = deepspeed_terms(model, w, lay, mixed=mixed, rest_gpu=rest_gpu, expert_gpu=expert_gpu, shards=shards,
+                         expert_dp=expert_dp, grad_value=grad_value, update_value=update_value, grads_bytes=grads,
+                         activations_bytes=act)
+    breakdown.update(ds.breakdown)
+    grads += ds.gradients_bytes
+    step_extra = ds.step_excess_bytes
+    if ds.line:
+        assumptions.append(ds.line)
     tensors = weights + grads + master + moments + step_extra + act
     fragmentation = math.ceil(tensors * ov.fragmentation_fraction)
     context = context_bytes(gpu, ov)

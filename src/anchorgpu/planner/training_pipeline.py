@@ -18,7 +18,7 @@ from anchorgpu.planner.speed.pipeline import (
     timed_batch_tokens,
 )
 
-__all__ = ["FSDP_PIPELINE_LINE", "check_interleaving", "fsdp_pipeline_held_bytes", "fsdp_units_line", "interleaved_activation_bytes",
+__all__ = ["FSDP_PIPELINE_LINE", "accelerate_unresharded", "accelerate_unresharded_line", "check_interleaving", "fsdp_pipeline_held_bytes", "fsdp_units_line", "interleaved_activation_bytes",
            "interleaved_activation_line", "pipeline_layout_line"]
 
 
@@ -68,29 +68,51 @@ def fsdp_pipeline_held_bytes(stage_params: int, gather_buffer_bytes: int) -> dic
             "accumulated_gradients_bytes": 4 * stage_params}
 
 
-def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: bool, root_ends: bool = False) -> str:
+def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: bool) -> str:
     """The plan's line on what FSDP2 holds unsharded without pipeline stages
-    (:mod:`~anchorgpu.planner.memory.fsdp_units`), for torchtitan's units or, ``root_ends``, accelerate's.
+    (:mod:`~anchorgpu.planner.memory.fsdp_units`): torchtitan's units, which accelerate 1.15.0's wrap makes too.
 
     >>> fsdp_units_line(2**30, 2**31, True)[:60]
-    'FSDP2 units as torchtitan wraps them (apply_fsdp: the embedd'
-    >>> fsdp_units_line(2**30, 2**31, True, True)[:60]
-    "FSDP2 units as accelerate's TRANSFORMER_BASED_WRAP wraps the"
+    'FSDP2 units as torchtitan and accelerate wrap them (apply_fs'
     """
     from anchorgpu.units import fmt_bytes
 
-    rest = (f"{fmt_bytes(gather_buffer_bytes)}, and in backward a unit's unsharded 16-bit gradients with its "
-            f"reduce-scatter input in {'fp32' if mixed else 'bf16'} (FSDP2 foreach_reduce), "
+    return ("FSDP2 units as torchtitan and accelerate wrap them (apply_fsdp; accelerate 1.15.0 fsdp2_prepare_model "
+            "alike: the embedding, each block, the final norm with the output layer kept gathered from forward into "
+            f"backward): the largest two gathered together, {fmt_bytes(gather_buffer_bytes)}, and in backward a "
+            f"unit's unsharded 16-bit gradients with its reduce-scatter input in {'fp32' if mixed else 'bf16'} (FSDP2 "
+            "foreach_reduce), the previous unit's input still held while the next unit computes (post_backward keeps "
+            "it in reduce_scatter_state until the next unit's reduce-scatter), "
             f"{fmt_bytes(unit_gradients_bytes)} more at the fullest moment.")
-    if root_ends:
-        return ("FSDP2 units as accelerate's TRANSFORMER_BASED_WRAP wraps them (fsdp2_prepare_model: each block, then "
-                "the root with the embedding, final norm and head, which FSDP2 does not reshard after forward, so "
-                "they stay gathered and their gradients unsharded until the root's reduce-scatter at the end of "
-                "backward): the root with the largest two blocks gathered, " + rest)
-    return ("FSDP2 units as torchtitan wraps them (apply_fsdp: the embedding, each block, the final norm with the "
-            "output layer kept gathered from forward into backward): the largest two gathered together, " + rest
-            + " Accelerate's TRANSFORMER_BASED_WRAP (--recipe accelerate) leaves the embedding and head in the root, "
-            "gathered for the whole backward: more than this.")
+
+
+def accelerate_unresharded(w: Workload, lay: ResolvedLayout) -> bool:
+    """Whether the launch is accelerate's FSDP2 without resharding after forward: ``--recipe accelerate``
+    (``Workload.launch_accelerate``) of a full training layout with TP or CP below ZeRO-3, which its DeepSpeed plugin
+    cannot run (no TP/CP size) and the recipe writes as ``fsdp_reshard_after_forward: false`` with a
+    ``parallelism_config`` (:mod:`anchorgpu.recipes.training`), sharding over DP x CP (accelerate 1.15.0
+    ``parallelism_config.py`` ``fsdp_dim_names``: ``dp_shard_cp``). Not with offload, and not where DP x CP is 1:
+    accelerate refuses FSDP2 with nothing to shard across (``_validate_accelerator``) and the recipe runs TP alone.
+
+    >>> lay = ResolvedLayout(gpus=4, tp=2, pp=1, dp=2, ep=1, zero=1, fsdp=False, offload="none", sequence_parallel=True)
+    >>> accelerate_unresharded(Workload(task="train", train_stack="pytorch", launch_accelerate=True), lay)
+    True
+    """
+    return (w.launch_accelerate and w.task == "train" and w.train_stack == "pytorch" and (lay.tp > 1 or lay.cp > 1)
+            and lay.dp * lay.cp > 1 and lay.zero < 3 and not lay.fsdp and lay.offload == "none")
+
+
+def accelerate_unresharded_line(extra_bytes: int, zero: int, mixed: bool) -> str:
+    """The plan's line for :func:`accelerate_unresharded` layouts."""
+    from anchorgpu.units import fmt_bytes
+
+    return (f"ZeRO-{zero} with TP/CP as accelerate launches it: FSDP2 without resharding after forward (its DeepSpeed "
+            "plugin has no TP/CP size), so the optimizer state and the gradients are sharded over DP x CP as at ZeRO-2, "
+            f"the gradients in the sharded parameters' {'fp32' if mixed else 'bf16'} (accelerate keeps fp32 masters "
+            "under mixed precision), and every unit's 16-bit weights stay gathered from forward into backward; each "
+            "unit's backward adds its 16-bit gradients and reduce-scatter input beside them, less the units already "
+            f"resharded (FSDP2 post_backward, foreach_reduce): {fmt_bytes(extra_bytes)} at the fullest moment, counted "
+            "with the gradients.")
 
 
 def interleaved_activation_bytes(one_f_one_b_bytes: int, pp: int, microbatches: int) -> int:

@@ -38,17 +38,16 @@ BF16_TRUE_LINE = "bf16-true training: no fp32 master copy; optimizer moments kep
 @partial(memo_on_frozen, frozen=2)
 def full_training_states(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int, dp: int, cp: int, zero: int,
                          offload: str, optimizer: str, mixed: bool, grad_bytes_per_value: int,
-                         stated: int | None = None, optimizer_state: str = "fp32", root_ends: bool = False,
+                         stated: int | None = None, optimizer_state: str = "fp32",
                          ) -> tuple[int, dict[str, int], int, int, int, int, float, float, int, int]:
     """Full training's model states on one GPU of a layout (weights, the breakdown's weight terms, gradients, master
     weights, optimizer moments) and the checkpoint's bytes, then the parameters they are counted from (the rest's and
     the routed experts' on the GPU, and the GPUs each is sharded over); ``stated`` is the busiest rank's layers of an
     explicit pipeline layout (None: ceil(L/p)); ``optimizer_state`` the precision of a mixed-precision run's master
-    weights and moments (:data:`~anchorgpu.planner.memory.OPTIMIZER_STATE_BYTES`); ``root_ends`` accelerate's FSDP units
-    (:func:`~anchorgpu.planner.terms.layout_weights_bytes`). They depend on the (frozen) model and weight
+    weights and moments (:data:`~anchorgpu.planner.memory.OPTIMIZER_STATE_BYTES`). They depend on the (frozen) model and weight
     format, the layout's counts and the optimizer's settings only: memoised on them, so every plan of that layout (a
     sweep over batch sizes, a layout search) reuses them. The terms are shared: read them, never change them."""
-    weights, terms = layout_weights_bytes(model, fmt, tp, pp, ep, dp, cp, zero, offload, stated, root_ends=root_ends)
+    weights, terms = layout_weights_bytes(model, fmt, tp, pp, ep, dp, cp, zero, offload, stated)
     params_gpu = params_per_gpu(model, tp, pp, ep, stated)
     params_total = model.params_total  # a sum over the breakdown: read once
     # under EP a GPU's routed experts are held by only tp x cp x dp / ep GPUs of its stage: ZeRO shards their states

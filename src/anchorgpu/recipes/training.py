@@ -331,6 +331,19 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
         if recompute:
             cannot.append("Activation checkpointing under DeepSpeed: switch it on in the model "
                           "(gradient_checkpointing_enable()).")
+    elif lay.tp > 1 and lay.dp == lay.cp == 1 and not (lay.fsdp or lay.zero == 3):
+        # accelerate 1.15.0 refuses FSDP2 with no dimension to shard across (parallelism_config.py
+        # _validate_accelerator: dp_shard and cp both 1) and prepares a TP model without DDP (prepare_model)
+        doc["distributed_type"] = "MULTI_GPU"
+        doc["parallelism_config"] = {"parallelism_config_dp_replicate_size": 1, "parallelism_config_dp_shard_size": 1,
+                                     "parallelism_config_tp_size": lay.tp, "parallelism_config_cp_size": 1}
+        assumptions.append(f"TP {lay.tp} alone: accelerate runs FSDP2 only with a data- or context-parallel dimension to "
+                           "shard across, so tensor parallelism without FSDP or DDP, each GPU keeping its TP share "
+                           "of the optimizer state, as planned.")
+        cannot.append(f"Load the model tensor-parallel before accelerator.prepare (from_pretrained(..., tp_plan='auto'), "
+                      f"TP {lay.tp}): accelerate checks the model's TP size against parallelism_config.")
+        if recompute:
+            cannot.append("Activation checkpointing: switch it on in the model (gradient_checkpointing_enable()).")
     elif lay.fsdp or lay.zero == 3 or lay.tp > 1 or lay.cp > 1:
         doc["distributed_type"] = "FSDP"
         doc["fsdp_config"] = {
@@ -343,12 +356,16 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
             doc["parallelism_config"] = {"parallelism_config_dp_replicate_size": 1,
                                          "parallelism_config_dp_shard_size": lay.dp,
                                          "parallelism_config_tp_size": lay.tp, "parallelism_config_cp_size": lay.cp}
-        if lay.zero in (1, 2) and not lay.fsdp:
-            assumptions.append(f"ZeRO-{lay.zero} was planned with TP/CP: FSDP2 without resharding after forward.")
-        elif not plan.workload.launch_accelerate:
-            assumptions.append("TRANSFORMER_BASED_WRAP keeps the embedding, final norm and head in FSDP2's root, "
-                               "gathered (and their gradients unsharded) through the whole backward; this plan counted "
-                               "torchtitan's units, less: plan with --recipe accelerate to count accelerate's.")
+        if lay.zero < 3 and not lay.fsdp:
+            counted = ("counted so in the plan" if plan.breakdown.get("fsdp_unit_gradients_bytes") else
+                       "not this plan's count: plan with --recipe accelerate to count it")
+            assumptions.append(f"ZeRO-{lay.zero} with TP/CP runs as FSDP2 without resharding after forward (the "
+                               "DeepSpeed plugin has no TP/CP size): optimizer state and fp32 gradients sharded over "
+                               f"DP x CP, the 16-bit weights gathered from forward into backward; {counted}.")
+        else:  # accelerate utils/fsdp_utils.py fsdp2_prepare_model: "Carve embed + tail=[final_norm, lm_head]"
+            assumptions.append("TRANSFORMER_BASED_WRAP (accelerate 1.15.0) shards each block, the embedding and the "
+                               "final norm with the head as units of their own, the head's kept gathered from forward "
+                               "into backward: the units the plan counted.")
     elif lay.zero in (1, 2) or lay.offload != "none":  # FP8: mixed_precision fp8 is a YAML key, refused beside a file
         doc["distributed_type"] = "DEEPSPEED"
         assumptions.append(plugin_bucket_line(plan))
@@ -378,8 +395,19 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
         del doc["machine_rank"]
         doc["main_process_port"] = 29500
         launch += ["--machine_rank", "$NODE_RANK", "--main_process_ip", "$MASTER_ADDR"]
-    cannot.append(f"{_SCRIPT} is yours: Accelerator(gradient_accumulation_steps={steps.accumulation}) and a "
-                  f"DataLoader of batch size {steps.micro_batch} with sequences of {steps.seq_tokens:,} tokens.")
+    accumulation = f"gradient_accumulation_steps={steps.accumulation}"
+    if doc["distributed_type"] == "FSDP" and steps.accumulation > 1:
+        # accelerator.py accumulate(): without sync_each_batch its no_sync calls FSDP2's set_requires_gradient_sync(
+        # False), whose post_backward keeps every unsharded gradient (to_accumulated_grad_if_needed, in the reduce
+        # dtype) until the last micro-batch: 4 B a parameter / TP the plan does not hold
+        accumulation = (f"gradient_accumulation_plugin=GradientAccumulationPlugin(num_steps={steps.accumulation}, "
+                        "sync_each_batch=True)")
+        assumptions.append("Gradient accumulation under FSDP2 reduce-scatters each micro-batch (sync_each_batch), as "
+                           "planned: accelerate's default skips it (no_sync, set_requires_gradient_sync(False)) and "
+                           "keeps every parameter's unsharded gradient, in fp32 under mixed precision, until the last "
+                           "micro-batch.")
+    cannot.append(f"{_SCRIPT} is yours: Accelerator({accumulation}) and a DataLoader of batch size {steps.micro_batch} "
+                  f"with sequences of {steps.seq_tokens:,} tokens.")
     assumptions.append(f"Model: {model}.")
     command = shell_join([*launch, _SCRIPT])
     return command, (("accelerate_config.yaml", yaml_dump(doc)), *files)

@@ -25,7 +25,8 @@ def zero_optimization(plan: Plan, stage: int, assumptions: list[str]) -> dict[st
     makes one sub-group's flat gradient and its fp32 copy at a time in the step, 6 bytes an element, after the
     activations are freed). ``reduce_bucket_size`` is hidden² at every stage (transformers' ``"auto"`` value,
     :func:`~anchorgpu.planner.deepspeed_zero.reduce_bucket_numel`); at stage 3 ``stage3.py`` ``__init__`` holds one
-    such bucket for the whole run, the one buffer left beyond the plan."""
+    such bucket for the whole run, which a plan for this launch counts
+    (:func:`~anchorgpu.planner.deepspeed_terms.zero3_bucket_bytes`)."""
     s = zero_settings()
     hidden = getattr(plan.model, "hidden_size", 0) or 1
     bucket = reduce_bucket_numel(hidden)
@@ -47,7 +48,8 @@ def zero_optimization(plan: Plan, stage: int, assumptions: list[str]) -> dict[st
             + ("fit in the activations freed before the step" if covered else
                f"exceed the activations freed before the step by {fmt_bytes(step - plan.per_gpu.activations_bytes)}")
             + f"); ZeRO-3's reduce bucket of hidden² = {bucket:,} values ({fmt_bytes(2 * bucket)}, held for the whole "
-            "run) is more than planned.")
+            "run) " + ("as planned." if plan.breakdown.get("zero3_reduce_bucket_bytes", 0) >= 2 * bucket else
+                       "is more than planned (plan with --recipe deepspeed to count it)."))
     return zero
 
 

@@ -94,19 +94,18 @@ def expert_data_parallel(*, tp: int, dp: int, cp: int, ep: int) -> int:
     return max(1, tp * dp * cp // ep) if ep > 1 else dp
 
 
-def gather_buffer_bytes(weight_parts: ModelParts, *, tp: int, root_ends: bool = False) -> int:
+def gather_buffer_bytes(weight_parts: ModelParts, *, tp: int) -> int:
     """ZeRO-3/FSDP gather buffers, / t: the most parameters held gathered at once, the unit computing and the one
     prefetched, where the embedding and the untied head are units of their own and a tied one sits in the root, kept
     gathered (:func:`~anchorgpu.planner.memory.fsdp_units.fsdp_gather_peak_bytes`: torchtitan ``apply_fsdp``, FSDP2's
-    root, accelerate's ``TRANSFORMER_BASED_WRAP``). Two transformer layers where those are the largest pair;
-    ``root_ends``: accelerate's wrap, whose root keeps the embedding and head gathered beside them.
+    root, accelerate 1.15.0's ``TRANSFORMER_BASED_WRAP``). Two transformer layers where those are the largest pair.
 
     >>> from anchorgpu.planner.formats import ModelParts
     >>> gather_buffer_bytes(ModelParts(dense=800, experts=0, layer_other=0, embed=0, head=0, num_layers=8,
     ...                                tied=False), tp=1)
     200
     """
-    return fsdp_gather_peak_bytes(weight_parts, tp=tp, root_ends=root_ends)
+    return fsdp_gather_peak_bytes(weight_parts, tp=tp)
 
 
 def zero_fraction(*, zero: int, stage_from: int, dp: int) -> float:
