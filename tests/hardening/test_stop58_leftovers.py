@@ -10,8 +10,8 @@ numbers these).
 3. recommend with ``--tokens`` ranks and budgets by the run's price; its "Cheaper options rejected" list is the options
    at no more than #1's term total, and the web form's "Max total" label named the term's total only.
 4. The API's ``task: "Inference"`` got a 422 without the task meant (a synonym, ``serve``, had one).
-5. Serving past the engine's cap (256 users, ``--max-num-seqs 64``): the memory table's KV cache (all 256 sequences',
-   as if held at once) beside the engine's reserve and the 64 running was not said to be which.
+5. Serving past the engine's cap (256 users, ``--max-num-seqs 64``): the memory table's KV cache beside the engine's
+   reserve and the 64 running was not said to be which (since stop 60 the row is the 64 running sequences').
 """
 
 from __future__ import annotations
@@ -164,22 +164,24 @@ _QUEUED = ("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--concurrenc
 
 
 def test_kv_lines_say_which_figure_is_which(capsys: pytest.CaptureFixture[str]) -> None:
-    """Property: the capacity lines name the table's KV cache as all 256 sequences' (as if held at once) and the 64
-    running's share of it (64/256 of it), beside the engine's start-up reserve; the figures are the plan's own."""
+    """Property: the capacity lines name the table's KV cache as the 64 running sequences' and say how many of the
+    256 wait, beside the engine's start-up reserve; the figures are the plan's own (stop 60, queuekv: a waiting
+    request holds no KV cache, so the row is the running sequences', one sequence's times 64)."""
     answer = run_json(capsys, *_QUEUED)
     kv = answer["per_gpu"]["kv_cache_bytes"]
+    assert kv == 64 * answer["breakdown"]["kv_per_sequence_bytes"]
     code, out, _ = run(capsys, *_QUEUED)
     assert code == 0
     out = re.sub(r"\s+", " ", out)
-    assert (f"the KV cache row below is all 256 sequences' ({fmt_bytes(kv)}), as if held at once: the 64 running "
-            f"hold up to {fmt_bytes(kv * 64 // 256)} of it") in out
+    assert (f"the KV cache row below is the 64 running sequences' ({fmt_bytes(kv)}): the other 192 wait in the "
+            "queue holding none") in out
     code, out, _ = run(capsys, *_QUEUED[:-6], "--prompt", "1000", "--output-tokens", "200")  # no cap: no such words
-    assert code == 0 and "as if held at once" not in out
+    assert code == 0 and "running sequences'" not in out
 
 
-@pytest.mark.parametrize(("lang", "words"), [("en", "as if held at once"), ("ru", "одновременно")])
+@pytest.mark.parametrize(("lang", "words"), [("en", "running sequences"), ("ru", "ждут в очереди")])
 def test_the_plan_page_says_it_too(client: TestClient, lang: str, words: str) -> None:
     page = client.get("/plan?model=llama-3.1-8b&gpu=h100&gpus=1&concurrency=256&max_num_seqs=64&prompt=1000"
                       f"&output_tokens=200&lang={lang}").text
     found = re.search(r'<dd id="kv-queued">(.*?)</dd>', page)
-    assert found and words in found.group(1) and "256" in found.group(1)
+    assert found and words in found.group(1) and "64" in found.group(1) and "192" in found.group(1)

@@ -185,7 +185,8 @@ def test_when_every_layout_queues_the_one_that_runs_the_most_at_once_is_chosen(
     assert (past["layout"]["tp"], past["layout"]["dp"]) == (1, 8) == (at_cap["layout"]["tp"], at_cap["layout"]["dp"])
     assert past["performance"]["output_tokens_per_s"] > 2 * tp8["performance"]["output_tokens_per_s"]
     chosen = next(a for a in past["assumptions"] if a.startswith("Layout chosen on the 8 GPUs asked"))
-    assert "hold 10,000 sequences in memory (none runs them all at once: at most 1,024 a replica" in chosen
+    assert "hold 10,000 sequences (none runs them all at once: at most 1,024 a replica, the memory holding those " \
+           "running" in chosen
     assert "Requests queue: the engine runs 8,192 of the 10,000 requests at once" in str(past["performance"])
 
 

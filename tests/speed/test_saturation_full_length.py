@@ -43,8 +43,14 @@ def test_the_full_length_count_is_the_most_a_named_concurrency_plans(model: str,
     sat, full = perf["saturation_concurrency"], perf["saturation_full_length_concurrency"]
     assert 1 <= full <= sat
     # at most the engine's cap (replicas x max_num_seqs), as saturation is: a plan at a named concurrency past it
-    # still fits its memory, the rest of the users queueing
-    assert full == min(sat, _most_planned(model, gpu, layout, 4 * sat + 4))
+    # sizes its memory for the sequences running (the cap's), the rest of the users queueing with no KV cache
+    # (planner.serving_queue), so where the cap binds the full length too, every count past it fits
+    past = plan(load_model(model), Workload(task="inference", concurrency=4 * sat + 4), layout=layout,
+                gpu=get_gpu(gpu))
+    if past.fits:
+        assert full == sat == (past.workload.max_num_seqs or 0) * past.layout.dp
+    else:
+        assert full == min(sat, _most_planned(model, gpu, layout, 4 * sat + 4))
 
 
 def test_the_cli_says_both_where_they_differ(capsys: pytest.CaptureFixture[str]) -> None:

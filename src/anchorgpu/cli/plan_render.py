@@ -62,16 +62,23 @@ def _cache_words(plan: Plan) -> str:
     return f"KV cache {plan.precision.kv_cache}"
 
 
-def _queued_cache_words(plan: Plan, cap: int) -> str:
-    """Where more users are asked for than the engine runs at once (``cap``, its sequence cap over the replicas),
-    which KV figure is which: the memory table's KV cache is every requested sequence's, as if all were held at once
-    (the verdict's need, the planner's contract), of which the sequences running hold their share; '' otherwise."""
-    users = plan.workload.concurrency or 1
-    if not 0 < cap < users:
+def _kv_running(plan: Plan) -> int | None:
+    """The sequences the memory table's KV cache holds over all replicas where some users wait in the engines'
+    queues (those running: a waiting request holds no KV cache, :mod:`~anchorgpu.planner.serving_queue`); None where
+    every user's sequence is held."""
+    per_replica = plan.breakdown.get("kv_cache_sequences_per_replica")
+    return None if per_replica is None else int(per_replica) * plan.layout.dp
+
+
+def _queued_cache_words(plan: Plan) -> str:
+    """Where more users are asked for than the engines run at once, which sequences the memory table's KV cache is:
+    those running, the verdict's need, and how many wait; '' otherwise."""
+    running = _kv_running(plan)
+    if running is None:
         return ""
-    kv = plan.per_gpu.kv_cache_bytes
-    return (f"; the KV cache row below is all {users:,} sequences' ({_fmt(kv)}), as if held at once: "
-            f"the {cap:,} running hold up to {_fmt(kv * cap // users)} of it")
+    users = plan.workload.concurrency or 1
+    return (f"; the KV cache row below is the {running:,} running sequences' ({_fmt(plan.per_gpu.kv_cache_bytes)}): "
+            f"the other {users - running:,} wait in the queue holding none")
 
 
 def _verdict(plan: Plan) -> str:
@@ -128,8 +135,10 @@ def render_plan(plan: Plan) -> None:
         def seqs(n: int | None) -> str:  # None: one sequence, the default without --concurrency
             return f"{1 if n is None else n:,} sequence" + ("" if n in (1, None) else "s")
 
+        running = _kv_running(plan)
+        at = seqs(w.concurrency) if running is None else f"the {running:,} running"  # as its KV cache is sized
         out.print(f"Capacity: max concurrency {seqs(plan.max_concurrency)} of {w.context_tokens:,} tokens; "
-                  f"longest context at {seqs(w.concurrency)}: {plan.max_context_tokens:,} tokens")
+                  f"longest context at {at}: {plan.max_context_tokens:,} tokens")
         cap = (w.max_num_seqs or 0) * lay.dp
         if 0 < cap < plan.max_concurrency:  # the memory holds more than the engine's sequence cap lets run
             name = {"trtllm": "max_batch_size", "sglang": "max_running_requests"}.get(w.engine, "max_num_seqs")
@@ -137,7 +146,7 @@ def render_plan(plan: Plan) -> None:
                       f"replica{'' if lay.dp == 1 else 's'}); more wait in its queue")
         if reserve:
             out.print(f"          the engine reserves {_fmt(reserve)} per GPU for KV cache at start-up"
-                      + _queued_cache_words(plan, cap))
+                      + _queued_cache_words(plan))
         state = plan.breakdown.get("state_per_sequence_bytes")
         if state is not None:  # hybrid and state-space models: a fixed state per sequence beside the KV
             kv_one = plan.breakdown.get("kv_per_sequence_bytes", 0)

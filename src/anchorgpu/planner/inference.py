@@ -43,6 +43,7 @@ from anchorgpu.planner.serving_engine import (
     sglang_start_free,
 )
 from anchorgpu.planner.serving_handoff import new_serving_terms
+from anchorgpu.planner.serving_queue import KV_SHOWN_REQUESTED, KV_SHOWN_RUNNING, queued_line, running_sequences
 from anchorgpu.planner.serving_request import (
     DEFAULT_REQUEST_NOTE,
     asked_context,
@@ -142,20 +143,29 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     engine_terms = em.terms
     breakdown = dict(engine_terms)
     bytes_per_value = KV_CACHE_DTYPES[precision.kv_cache]
-    kv_one, kv, kv_shape = mm.kv_cache_bytes_and_shape(model, ctx, per_replica, bytes_per_value, lay.tp, lay.pp, block,
+    # the sequences a replica holds a KV cache and recurrent state for: those its engine runs at once, at most its
+    # sequence cap as the chooser and recommend hold a replica to it (the one given, else the engine's default: SGLang's
+    # request pool's most, whose pool-derived cap, lower, leaves a plan past it short either way: sweep_serving's
+    # _sequence_caps); the rest wait in its queue holding none (planner.serving_queue's sources)
+    running = running_sequences(per_replica, seqs)
+    if running < per_replica:
+        assumptions.append(queued_line(concurrency, running, lay.dp, w.engine))
+    kv_one, kv, kv_shape = mm.kv_cache_bytes_and_shape(model, ctx, running, bytes_per_value, lay.tp, lay.pp, block,
                                                        w.attention_dp_kv)
     breakdown["kv_per_sequence_bytes"] = kv_one
+    if running < per_replica:  # which sequences the KV cache row is, where some wait (the CLI and the page say it)
+        breakdown["kv_cache_sequences_per_replica"] = running
     state_one = state = cross_one = cross = 0  # a transformer keeps no recurrent state; text has no cross-attention
     if model.recurrent is not None:
         state_one = mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
-        state = mm.recurrent_state_bytes(model, sequences=per_replica, tp=lay.tp, pp=lay.pp)
+        state = mm.recurrent_state_bytes(model, sequences=running, tp=lay.tp, pp=lay.pp)
         breakdown["state_per_sequence_bytes"] = state_one
         breakdown["recurrent_state_bytes"] = state
         assumptions.append(state_assumption(model, state_one))
     # images and encoder outputs: cross-attention K/V per sequence, fixed whatever the text length
     if media.cross_tokens:
         cross_one = cross_kv_bytes(model, media, sequences=1, bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp)
-        cross = cross_kv_bytes(model, media, sequences=per_replica, bytes_per_value=bytes_per_value, tp=lay.tp,
+        cross = cross_kv_bytes(model, media, sequences=running, bytes_per_value=bytes_per_value, tp=lay.tp,
                                pp=lay.pp)
     if media.images:
         breakdown["image_tokens_per_image"] = media.tokens_per_image
@@ -177,8 +187,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         breakdown["encoder_prefill_equivalent_tokens"] = tower
     state_one, state = state_one + cross_one, state + cross
     assumptions.append(
-        "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache its "
-        "memory setting allows at start-up (kv_cache_capacity_bytes in the breakdown).")
+        (KV_SHOWN_REQUESTED if running == per_replica else KV_SHOWN_RUNNING)
+        + "; the serving engine reserves all the KV cache its memory setting allows at start-up "
+        "(kv_cache_capacity_bytes in the breakdown).")
     if w.engine == "sglang":
         assumptions.append(
             "SGLang sizes its KV pool as mem_fraction_static of the memory free at start (after the CUDA context and "
@@ -211,8 +222,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         max_conc = free // (held_one if held_one > 1 else 1) * lay.dp  # at_least(held_one, 1), inline
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
-        # the largest context (at most cap_limit) whose KV for per_replica sequences fits the room
-        max_ctx = (_longest_kv_context(model, room, per_replica, bytes_per_value, lay.tp, lay.pp, block, cap_limit,
+        # the largest context (at most cap_limit) whose KV for the running sequences fits the room
+        max_ctx = (_longest_kv_context(model, room, running, bytes_per_value, lay.tp, lay.pp, block, cap_limit,
                                        w.attention_dp_kv)
                    if room >= 0 else 0)
         if capacity <= 0 and w.engine == "sglang":

@@ -22,6 +22,7 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER, tp_is_valid
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
+from anchorgpu.planner.serving_queue import runs_fewer
 from anchorgpu.planner.suggest_fraction import memory_fraction_suggestion
 from anchorgpu.planner.training_gpu_counts import fewest_fitting_gpus
 
@@ -220,6 +221,9 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
             alt = plan(model, w2, precision=p2, layout=l2, gpu=gpu, overheads=overheads, suggest=False,
                        choose_layout=False)
         except InvalidWorkload:
+            continue
+        if runs_fewer(alt.breakdown.get("kv_cache_sequences_per_replica"), alt.layout.dp, w.concurrency or 1, lay.dp):
+            # pipeline stages in place of replicas would "fit" by queueing users the replicas ran: not offered
             continue
         if alt.fits and alt.headroom_bytes is not None:
             more_gpus_found = more_gpus_found or change.startswith("--gpus")

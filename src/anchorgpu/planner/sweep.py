@@ -49,6 +49,7 @@ from anchorgpu.planner.inputs import (
 from anchorgpu.planner.media import encoder_equivalent_tokens, sequence_tokens, text_request
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.qlora_tp import stages_alone, task_runs_tp
+from anchorgpu.planner.serving_queue import KV_SHOWN_REQUESTED, KV_SHOWN_RUNNING, QUEUED_PREFIX
 from anchorgpu.planner.serving_request import asked_context, ladder_context_note
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import check_tokens_cover_a_step
@@ -332,8 +333,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     # the probe's layout and KV dtype are one of the grid's: the sweep states its own below
     # (and a training sweep chooses each layout's micro-batch and recompute level: it states that below)
     # (and its runtime overhead is one GPU's, no NCCL: a training sweep states the rule each layout's follows)
-    own = ("Layout not given", "KV cache: ") + (("Micro-batch not given", "Activation recompute: ", "Runtime overhead")
-                                                 if training else ())
+    # (and users past its one GPU's sequence cap: every row recommend keeps runs its users at once)
+    own = ("Layout not given", "KV cache: ", QUEUED_PREFIX) + (
+        ("Micro-batch not given", "Activation recompute: ", "Runtime overhead") if training else ())
     # (and SGLang's settings follow each GPU and layout: the probe, planned without a GPU, names its fallback's)
     sglang = not training and w.engine == "sglang"
     # (and vLLM's scheduler defaults follow each GPU's size: the probe's line names one GPU's where they differ)
@@ -346,6 +348,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                    sglang_sweep_line(shapes, lay, w, model.mla is not None)
                    if sglang and a.startswith("Serving engine sized like SGLang") else
                    vllm if vllm and a.startswith("Serving engine sized like vLLM:") else
+                   a.replace(KV_SHOWN_RUNNING, KV_SHOWN_REQUESTED) if a.startswith(KV_SHOWN_RUNNING) else
                    training_stacks_line(a, (sh.gpu for sh in shapes))
                    for a in probe.assumptions if not a.startswith(own)]
     if training:

@@ -23,15 +23,17 @@ from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight
 from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, KV_CACHE_DTYPES
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
 from anchorgpu.planner.serving_engine import engine_rope_table_bytes
+from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
 from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
 from anchorgpu.planner.sweep_sglang import settings_by_layout
 from anchorgpu.planner.terms import context_bytes
 
 if TYPE_CHECKING:
+    from anchorgpu.planner.inputs import Workload
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec
     from anchorgpu.planner.sweep_grid import Layouts
 
-__all__ = ["CrossRequest", "KvFactors", "Memory", "kv_factors", "memory_terms", "per_format", "per_value"]
+__all__ = ["CrossRequest", "KvFactors", "Memory", "kv_factors", "memory_terms", "per_format", "per_value", "sequence_caps"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -90,8 +92,11 @@ class Memory:
 
 def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
             weights: tuple[str, ...], kv: KvFactors, per_replica: IntArray) -> Memory:
-    """Weights, KV cache, activations (the engine's profile run), non-torch and the budget, as plan() sizes them."""
+    """Weights, KV cache, activations (the engine's profile run), non-torch and the budget, as plan() sizes them: the
+    KV cache and state of the ``per_replica`` sequences, at most those a replica's engine runs at once
+    (:func:`sequence_caps`; the rest wait in its queue holding none, :mod:`~anchorgpu.planner.serving_queue`)."""
     w, ov = spec.workload, spec.overheads
+    per_replica = np.minimum(per_replica, sequence_caps(shapes, w, lay))
     trtllm = w.engine == "trtllm"
     if w.engine == "sglang":
         return _sglang_terms(model, shapes, spec, lay, weights, kv, per_replica)
@@ -232,3 +237,14 @@ def _cross_kv(model: ModelSpec, media: MediaLoad, lay: Layouts, kvs: tuple[str, 
                                           tp=int(tp), pp=int(pp)) for tp, pp, n in unique.tolist()], dtype=np.float64)
         out[k] = values[inverse.reshape(-1)].reshape(per_replica.shape)
     return out
+
+
+def sequence_caps(shapes: Sequence[HardwareShape], w: Workload, lay: Layouts) -> IntArray:
+    """The engine's sequence cap a replica of each layout ``(L,)``, by its GPU: the most sequences whose KV cache a
+    replica holds (the rest wait: :mod:`~anchorgpu.planner.serving_queue`), as plan sizes it and recommend holds the
+    rows to it (``recommend.eligibility.engine_cap``): the cap given, else the engine's default (SGLang's request
+    pool's most, 4,096, below which its pool-derived ``max_running_requests`` binds only where the pool cannot hold
+    that many sequences anyway: ``planner.sglang.max_running_requests``)."""
+    return np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
+                                   gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[1]
+                     for sh in shapes], dtype=np.int64)[lay.shape]

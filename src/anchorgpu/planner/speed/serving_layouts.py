@@ -119,7 +119,7 @@ def ep_inside_tp_sizes(model: ModelSpec, gpus: int) -> tuple[int, ...]:
 
 
 def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gpu: GpuSpec, overheads: Overheads,
-          want: int, cap: int, skip: Layout | None = None, ep: int | None = None
+          want: int, cap: int, skip: Layout | None = None, ep: int | None = None, queue: bool = False
           ) -> tuple[list[tuple[Layout, Plan]], Layout | None]:
     """The layouts of :func:`_serving_layouts` on ``gpus`` GPUs that hold ``want`` sequences, each with its plan, in
     order (``skip``'s split left out: the default, planned already; with ``ep`` given, only those of that EP), and the
@@ -135,7 +135,7 @@ def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gp
         if skip is not None and (layout.tp, layout.pp, layout.dp, layout.ep or 1) == (skip.tp, skip.pp, skip.dp,
                                                                                      skip.ep or 1):
             continue
-        p, headroom = holds(model, w, precision, layout, gpu, overheads, want, cap)
+        p, headroom = holds(model, w, precision, layout, gpu, overheads, want, cap, queue)
         if p is not None:
             held.append((layout, p))
         elif headroom > -math.inf:
@@ -240,20 +240,21 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
     cap = engine_limits_on(w, gpu)[1]
     lay = default.layout
     # more users than every engine on these GPUs runs at once (cap a replica, at most one replica a GPU): whatever the
-    # layout, the rest wait in its queue, as the default's plan says; the layouts are then held to their memory alone,
-    # as the default is, so the one that runs the most at once is not left out for queueing too (20,000 users of
-    # Llama-3.1-8B on 8 H100: 8 replicas run 8,192 at once, about 3x TP 8's 1,024)
+    # layout, the rest wait in its queue holding no KV cache (planner.serving_queue), as the default's plan sizes it;
+    # each layout is then held to the memory of the sequences it runs at once, as the default is, so the one that
+    # runs the most at once is not left out for queueing too (20,000 users of Llama-3.1-8B on 8 H100: 8 replicas run
+    # 8,192 at once, about 3x TP 8's 1,024)
     every_layout_queues = want > cap * gpus
-    others, _ = _held(model, w, precision, gpus, gpu, overheads, want, want if every_layout_queues else cap,
-                      skip=Layout(tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep))
+    others, _ = _held(model, w, precision, gpus, gpu, overheads, want, cap,
+                      skip=Layout(tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep), queue=every_layout_queues)
     held = [(given, default), *others] if default.fits else others
     if not held:
         return None
     held, staged = without_stages_on_scale_up(held, gpu)
     pick, speeds, classes = fastest(held, gpu)
     layout, p = held[pick]
-    users = users_words(want) + (f" in memory (none runs them all at once: at most {cap:,} a replica, the rest wait in "
-                                 "its queue)" if every_layout_queues else "")
+    users = users_words(want) + (f" (none runs them all at once: at most {cap:,} a replica, the memory holding those "
+                                 "running; the rest wait in its queue)" if every_layout_queues else "")
     if p is default:
         staged_words = stages_words(staged, given, speeds[0], gpu)
         if max(speeds) <= speeds[0] and not staged_words:

@@ -15,6 +15,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
+from anchorgpu.planner.serving_queue import running_sequences
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.layouts import SERVER_GPUS
 from anchorgpu.planner.speed.topology import EXPERT_SPLITS, expert_split, layout_margin_class, serving_link_kind
@@ -55,12 +56,15 @@ def split_words(layout: Layout) -> str:
 
 
 def holds(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layout, gpu: GpuSpec,
-          overheads: Overheads, want: int, cap: int) -> tuple[Plan | None, float]:
+          overheads: Overheads, want: int, cap: int, queue: bool = False) -> tuple[Plan | None, float]:
     """(the plan of ``layout`` when it holds ``want`` sequences, no more a replica than ``cap``, else None; its
-    headroom, -inf where it could not be planned)."""
+    headroom, -inf where it could not be planned). With ``queue`` (no layout on the GPUs runs them all at once),
+    more a replica than ``cap`` are let wait in its engine's queue: the layout holds them when its memory holds the
+    sequences it runs at once, as its plan sizes them (:func:`~anchorgpu.planner.serving_queue.running_sequences`)."""
     from anchorgpu.planner.plan import plan
 
-    if math.ceil(want / (layout.dp or 1)) > cap:  # more a replica than its engine runs at once
+    per_replica = math.ceil(want / (layout.dp or 1))
+    if per_replica > cap and not queue:  # more a replica than its engine runs at once
         return None, -math.inf
     try:
         p = plan(model, w, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False,
@@ -68,7 +72,8 @@ def holds(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layou
     except InvalidWorkload:
         return None, -math.inf
     headroom = float(p.headroom_bytes if p.headroom_bytes is not None else -math.inf)
-    return (p if p.fits and (p.max_concurrency or 0) >= want else None), headroom
+    held = min(want, running_sequences(per_replica, cap) * (layout.dp or 1))  # want, unless some wait
+    return (p if p.fits and (p.max_concurrency or 0) >= held else None), headroom
 
 
 def _serving_speed(p: Plan) -> float:
