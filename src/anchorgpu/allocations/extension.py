@@ -41,7 +41,7 @@ def check_expected_price(expected_usd: Decimal | None, total_usd: Decimal, term:
     """Refuse the charge when the price confirmed by the user is not today's price for ``term``."""
     if expected_usd is not None and expected_usd != total_usd:
         raise PriceChanged(
-            f"the extension by {term} now costs {total_usd} USD, not the {expected_usd} USD confirmed: "
+            f"the extension by {term} now costs {fmt_usd(total_usd)}, not the {fmt_usd(expected_usd)} confirmed: "
             "nothing was charged; confirm the new price to extend")
 
 

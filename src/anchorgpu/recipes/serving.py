@@ -16,7 +16,8 @@ from anchorgpu.planner.engine_startup import longest_one_sequence
 from anchorgpu.planner.inference import DEFAULT_REQUEST_NOTE
 from anchorgpu.planner.plan import Plan
 from anchorgpu.planner.sglang import SGLANG_MAX_PREFILL_TOKENS
-from anchorgpu.planner.validate import vllm_nvfp4_refusal
+from anchorgpu.planner.inputs import Workload
+from anchorgpu.planner.validate import _ENGINE_NAMES, vllm_nvfp4_refusal
 from anchorgpu.recipes._common import Recipe, Target, flag_data, model_ref, not_expressible, shell_join
 from anchorgpu.units import fmt_bytes
 
@@ -107,6 +108,21 @@ def _kv(plan: Plan, kind: str) -> str | None:
     return {"bf16": "bfloat16", "fp16": "float16"}[kv]
 
 
+def _planned_engine(w: Workload) -> str:
+    """The engine a launch line says the plan was sized for: the ``--engine`` the user gave (the API and the pages
+    name it as their field), else the launch's own engine, in words every face shares, since the launch kind chose it
+    there (``plan --recipe``, the request's ``recipe``, an allocation's ``--kind`` / ``kind``) and no engine option was
+    given to name.
+
+    >>> from types import SimpleNamespace as W
+    >>> _planned_engine(W(engine="sglang", engine_source="given")), _planned_engine(W(engine="trtllm", engine_source="recipe"))
+    ('--engine sglang', "TensorRT-LLM, this launch's engine")
+    """
+    if w.engine_source == "given":
+        return f"--engine {w.engine}"
+    return f"{_ENGINE_NAMES.get(w.engine, w.engine)}, this launch's engine"
+
+
 def _sglang_fraction(plan: Plan, assumptions: list[str]) -> str:
     """SGLang's ``--mem-fraction-static``: the share of the GPU for weights and KV cache only (activations and the
     CUDA graphs live outside it), so the plan's whole-engine budget less its activation peak and non-torch memory.
@@ -115,7 +131,7 @@ def _sglang_fraction(plan: Plan, assumptions: list[str]) -> str:
     if w.engine == "sglang":  # the plan is SGLang's own: its mem_fraction_static, its pool and reserve
         derived = any(a.startswith("Serving engine sized like SGLang: mem_fraction_static") and "(given)" not in a
                       for a in plan.assumptions)
-        assumptions.append(f"--mem-fraction-static {w.gpu_memory_utilization:g} as planned (--engine sglang"
+        assumptions.append(f"--mem-fraction-static {w.gpu_memory_utilization:g} as planned ({_planned_engine(w)}"
                            + (", SGLang's own default for this GPU and layout, written out" if derived else "")
                            + "): the weights and the KV pool take that share of the memory free at start.")
         return f"{w.gpu_memory_utilization:g}"
@@ -316,7 +332,7 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
         files = (("trtllm_config.yaml", config),)
         parts += ["--config", "trtllm_config.yaml", "--host", "0.0.0.0", "--port", "8000"]
         if w.engine == "trtllm":
-            assumptions.append("--free_gpu_memory_fraction as planned (--engine trtllm): the KV cache takes that share "
+            assumptions.append(f"--free_gpu_memory_fraction as planned ({_planned_engine(w)}): the KV cache takes that share "
                                "of the memory free after the weights and the profiling pass.")
         else:
             assumptions.append("trtllm-serve's --free_gpu_memory_fraction is the share of the memory left after the "
