@@ -13,7 +13,7 @@ from typing import Any
 
 from anchorgpu.allocations.inputs import _catalog
 from anchorgpu.allocations.reads import get_allocation
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 
 __all__ = ["allocation_recipe", "launch_workload"]
 
@@ -52,7 +52,8 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
     workload = launch_workload(workload, launched)
     body = get_allocation(uow, account_id=account_id, allocation_id=allocation_id, clock=clock)
     if body["state"] in ("terminated", "expired"):
-        raise InvalidWorkload(f"allocation {allocation_id} is {body['state']}: its servers are released",
+        raise InvalidWorkload(said("allocation {allocation_id} is {state}: its servers are released",
+                                   allocation_id=allocation_id, state=body['state']),
                               code="recipe_not_expressible")
     offering = _catalog(catalog).offering(body["offering"])
     servers = int(body["quantity"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict, cast
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.inputs import Engine, EngineSource, TrainStack
 
 if TYPE_CHECKING:
@@ -85,13 +85,15 @@ def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: G
         named = "vLLM" if engine == "vllm" else "SGLang"
         said = (f"the default engine ({named})" if source == "default" else  # never an --engine nobody typed
                 f"{'--recipe' if source == 'recipe' else '--engine'} {engine}")
-        return (f"{said} with nvfp4 weights on {gpu.name}: on AMD GPUs {named} reads an NVFP4 checkpoint "
-                "through Petit, whose kernels take linear layers only, not a mixture of experts' fused layers")
+        return (said("{said} with nvfp4 weights on {gpu_name}: on AMD GPUs {named} reads an NVFP4 checkpoint "
+                     "through Petit, whose kernels take linear layers only, not a mixture of experts' fused layers",
+                     said=said, gpu_name=gpu.name, named=named))
     option = "--recipe trtllm" if source == "recipe" else "--engine trtllm"
     if engine == "trtllm" and (weights.startswith("gguf-") or weights.startswith("nf4")):
         kind = "GGUF file" if weights.startswith("gguf-") else "bitsandbytes NF4 checkpoint"
-        return (f"{option} with {weights} weights: TensorRT-LLM loads no {kind} (its quantization recipes are FP8, "
-                "FP4, INT4 AWQ and GPTQ, INT8 weight-only and SmoothQuant)")
+        return (said("{option} with {weights} weights: TensorRT-LLM loads no {kind} (its quantization recipes are "
+                     "FP8, FP4, INT4 AWQ and GPTQ, INT8 weight-only and SmoothQuant)", option=option, weights=weights,
+                     kind=kind))
     if engine != "trtllm" or native is None:
         return None
     if native == "fp8":
@@ -228,5 +230,6 @@ def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | No
     if engine != "vllm":  # TensorRT-LLM's max_batch_size and max_num_tokens, SGLang's max_running_requests and
         return  # chunked_prefill_size, are independent
     if max_num_seqs is not None and max_num_batched_tokens is not None and max_num_seqs > max_num_batched_tokens:
-        raise InvalidWorkload(f"max-num-seqs {max_num_seqs:,} exceeds max-num-batched-tokens "
-                              f"{max_num_batched_tokens:,}: vLLM refuses to start that way")
+        raise InvalidWorkload(said("max-num-seqs {max_num_seqs:,} exceeds max-num-batched-tokens "
+                                   "{max_num_batched_tokens:,}: vLLM refuses to start that way",
+                                   max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens))

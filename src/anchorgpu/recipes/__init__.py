@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.plan import Plan
 from anchorgpu.recipes._common import (
     KINDS,
@@ -57,25 +57,29 @@ def check_kind(kind: str, *, diffusion: bool = False, engine: str | None = None,
     """
     key = kind.strip().lower()
     if key not in KINDS:
-        raise InvalidWorkload(f"--recipe {kind!r}: unknown kind; choose one of {', '.join(KINDS)}",
+        raise InvalidWorkload(said("--recipe {kind!r}: unknown kind; choose one of {KINDS}", kind=kind,
+                                   KINDS=', '.join(KINDS)),
                               code="recipe_not_expressible")
     if diffusion:
-        raise InvalidWorkload(f"--recipe {key}: diffusion pipelines have no launch recipe yet",
+        raise InvalidWorkload(said("--recipe {key}: diffusion pipelines have no launch recipe yet", key=key),
                               code="recipe_not_expressible")
     if task in ("train", "lora", "qlora") and key in SERVING_KINDS:
-        raise InvalidWorkload(f"--recipe {key}: a serving engine for a {task} plan (use torchrun-fsdp, deepspeed or "
-                              "accelerate)", code="recipe_not_expressible")
+        raise InvalidWorkload(said("--recipe {key}: a serving engine for a {task} plan (use torchrun-fsdp, "
+                                   "deepspeed or accelerate)", key=key, task=task), code="recipe_not_expressible")
     if task == "inference" and key in TRAINING_KINDS:
-        raise InvalidWorkload(f"--recipe {key}: a training recipe for an inference plan (use vllm, sglang or trtllm)",
+        raise InvalidWorkload(said("--recipe {key}: a training recipe for an inference plan (use vllm, sglang or "
+                                   "trtllm)", key=key),
                               code="recipe_not_expressible")
     if engine == "trtllm" and key in SERVING_KINDS and key != "trtllm":
-        raise InvalidWorkload(f"--recipe {key}: the plan is sized for TensorRT-LLM (--engine trtllm), whose KV cache and "
-                              f"admission differ; plan with --engine {key} (or without --engine) for a {key} launch",
+        raise InvalidWorkload(said("--recipe {key}: the plan is sized for TensorRT-LLM (--engine trtllm), whose "
+                                   "KV cache and admission differ; plan with --engine {key} (or without --engine) "
+                                   "for a {key} launch", key=key),
                               code="recipe_not_expressible")
     if engine in ("vllm", "sglang") and key in SERVING_KINDS and key != engine:
         named = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
-        raise InvalidWorkload(f"--recipe {key}: the plan is sized for {named} (--engine {engine}), whose memory budget "
-                              f"and admission differ; plan with --engine {key} (or without --engine) for a {key} launch",
+        raise InvalidWorkload(said("--recipe {key}: the plan is sized for {named} (--engine {engine}), whose "
+                                   "memory budget and admission differ; plan with --engine {key} (or without "
+                                   "--engine) for a {key} launch", key=key, named=named, engine=engine),
                               code="recipe_not_expressible")
     return key
 
@@ -102,7 +106,7 @@ def check_fits(plan: Plan, kind: str, *, where: str | None = None, fixed_gpus: b
             line += f"; it would fit with {same[0].change.replace('--seq ', '--context ')}"
         elif plan.suggestions:
             line += f"; it needs {plan.suggestions[0].gpus} GPUs ({plan.suggestions[0].change})"
-    raise InvalidWorkload(f"--recipe {kind}: {line}", code="recipe_not_expressible")
+    raise InvalidWorkload(said("--recipe {kind}: {line}", kind=kind, line=line), code="recipe_not_expressible")
 
 
 def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Recipe:
@@ -115,8 +119,9 @@ def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Reci
     check_fits(plan, key)
     where = target or default_target(plan)
     if where.nodes * where.gpus_per_node != plan.layout.gpus:
-        raise InvalidWorkload(f"--recipe {key}: {where.nodes} server(s) x {where.gpus_per_node} GPUs is not the "
-                              f"plan's {plan.layout.gpus} GPUs", code="recipe_not_expressible")
+        raise InvalidWorkload(said("--recipe {key}: {nodes} server(s) x {gpus_per_node} GPUs is not the plan's "
+                                   "{gpus} GPUs", key=key, nodes=where.nodes, gpus_per_node=where.gpus_per_node,
+                                   gpus=plan.layout.gpus), code="recipe_not_expressible")
     # a package its software sees as several devices (MI250X: 2 GCDs) launches over the devices, planned again there
     launch, where, note = device_plan(plan, key, where)
     if key in SERVING_KINDS:

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from anchorgpu.catalog import Catalog, Offering
+from anchorgpu.errors import said
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.sweep import SweepResult
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
@@ -74,8 +75,10 @@ def over_budget_reason(price_usd: Decimal, max_usd: Decimal, *, run: bool = Fals
     >>> over_budget_reason(Decimal("1241.00"), Decimal("500")), over_budget_reason(Decimal("9.5"), Decimal("5"), run=True)
     ('over the budget: $1,241.00 > $500.00', "over the budget: the run's $9.50 > $5.00")
     """
-    whose = "the run's " if run else ""
-    return f"over the budget: {whose}{_dollars(price_usd)} > {_dollars(max_usd)}"
+    if run:
+        return said("over the budget: the run's {price_usd} > {max_usd}", price_usd=_dollars(price_usd),
+                    max_usd=_dollars(max_usd))
+    return said("over the budget: {price_usd} > {max_usd}", price_usd=_dollars(price_usd), max_usd=_dollars(max_usd))
 
 
 def over_budget(c: Candidate, max_usd: Decimal) -> Rejection:
@@ -93,8 +96,9 @@ def run_refusal(run_hours: int | None) -> str | None:
     """
     if run_hours is None or run_hours <= MAX_TERM_HOURS:
         return None
-    return (f"the run takes {run_hours:,} h, longer than the longest term a quote prices ({MAX_TERM_HOURS:,} h, "
-            "10 years): it cannot be booked; more GPUs (more servers, or an offering with more GPUs) shorten it")
+    return (said("the run takes {run_hours:,} h, longer than the longest term a quote prices ({MAX_TERM_HOURS:,} "
+                 "h, 10 years): it cannot be booked; more GPUs (more servers, or an offering with more GPUs) "
+                 "shorten it", run_hours=run_hours, MAX_TERM_HOURS=MAX_TERM_HOURS))
 
 
 def candidate(result: SweepResult, i: int, offering: Offering, shape: int, servers: int, quote: ServersPrice,

@@ -123,6 +123,14 @@ class PageText:
         text = self._catalogue.gettext(message)
         return text % values if values else text
 
+    def translated(self, message: str) -> str | None:
+        """The catalogue's translation of ``message`` as written (placeholders unfilled), or None where it has none
+        (English: the message itself)."""
+        if self.locale == DEFAULT_LOCALE:
+            return message
+        text = self._catalogue.gettext(message)
+        return None if text == message else text
+
     def ngettext(self, singular: str, plural: str, count: int, **values: Any) -> str:
         text = self._catalogue.ngettext(singular, plural, count)
         return text % {"num": count, **values}
