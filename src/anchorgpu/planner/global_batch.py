@@ -167,9 +167,10 @@ def unsplit_by_any_refusal(batch_tokens: int, tried: list[tuple[int, int]], seq_
     """
     pairs = sorted(set(tried), key=lambda p: (p[0] * p[1], p))
     dp, mb = pairs[0]
-    return (f"{_stated(batch_tokens, seq_tokens)} splits into whole micro-batches for no layout of the {gpus:,} GPUs: DP x micro-batch tried "
-            + ", ".join(f"{d:,} x {m}" for d, m in pairs)
-            + f"; over DP {dp:,} x micro-batch {mb} {_nearest(batch_tokens, dp * mb * seq_tokens)}")
+    return said("{stated} splits into whole micro-batches for no layout of the {gpus:,} GPUs: DP x micro-batch tried "
+                "{tried}; over DP {dp:,} x micro-batch {micro_batch} {nearest}", stated=_stated(batch_tokens, seq_tokens),
+                gpus=gpus, tried=", ".join(f"{d:,} x {m}" for d, m in pairs), dp=dp, micro_batch=mb,
+                nearest=_nearest(batch_tokens, dp * mb * seq_tokens))
 
 
 def unfit_fallback_refusal(batch_tokens: int, *, dp: int, micro_batch: int, seq_tokens: int, gpu_name: str) -> str:

@@ -202,11 +202,16 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
     what = "image placeholder" if media.cross_tokens else "image"  # mllama: one token in the text per image
     if not sized and media.context_tokens + 2 > ctx:  # the images fill the window: no text token, no output token
         if not w.allow_long_context:
-            raise InvalidWorkload(said("{context_tokens:,} {what} tokens a request leave no room for a text "
-                                       "prompt and an output token in {value} {ctx:,}-token context (fewer or "
-                                       "smaller images, or add --allow-long-context to plan anyway)",
-                                       context_tokens=media.context_tokens, what=what,
-                                       value='the' if model is None else model.name + chr(39) + 's', ctx=ctx))
+            window = (said("the {ctx:,}-token context", ctx=ctx) if model is None
+                      else said("{model}'s {ctx:,}-token context", model=model.name, ctx=ctx))
+            if media.cross_tokens:
+                raise InvalidWorkload(said("{tokens:,} image placeholder tokens a request leave no room for a text "
+                                           "prompt and an output token in {window} (fewer or smaller images, or add "
+                                           "--allow-long-context to plan anyway)", tokens=media.context_tokens,
+                                           window=window))
+            raise InvalidWorkload(said("{tokens:,} image tokens a request leave no room for a text prompt and an output "
+                                       "token in {window} (fewer or smaller images, or add --allow-long-context to plan "
+                                       "anyway)", tokens=media.context_tokens, window=window))
         sized = True  # planned anyway: the images on top of the window, past the model's limit
     if not sized:
         one = media.context_tokens == 1

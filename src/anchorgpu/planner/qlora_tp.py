@@ -89,11 +89,11 @@ def qlora_interleaving_refusal(task: str, virtual_stages: int | None, stated_by:
     """
     if task != "qlora" or not isinstance(virtual_stages, int) or virtual_stages <= 1:
         return None
-    said = f"--virtual-stages {virtual_stages}" if stated_by is None else f"{stated_by} ({virtual_stages} chunks a stage)"
+    stated = f"--virtual-stages {virtual_stages}" if stated_by is None else f"{stated_by} ({virtual_stages} chunks a stage)"
     fix = "leave --virtual-stages out or give 1" if stated_by is None else f"give {stated_by} one chunk a stage"
-    return (said("{said} with --task qlora: no public stack interleaves pipeline stages over a 4-bit base (PEFT "
+    return (said("{stated} with --task qlora: no public stack interleaves pipeline stages over a 4-bit base (PEFT "
                  "runs QLoRA data-parallel or split layer-wise with device_map, NeMo's PEFT refuses a virtual "
-                 "pipeline); {fix}, or use --task lora", said=said, fix=fix))
+                 "pipeline); {fix}, or use --task lora", stated=stated, fix=fix))
 
 
 def stages_alone(task: str, train_stack: str) -> bool:

@@ -125,6 +125,6 @@ def stated_off_refusal(stated: object, train_stack: str) -> str | None:
     """
     if stated is not False or train_stack != "pytorch":
         return None
-    return ("--no-sequence-parallel on the PyTorch stack: torchtitan's tensor parallelism always runs sequence "
-            "parallelism (its apply_tp has no switch to leave it off); drop --no-sequence-parallel, or give "
-            "--train-stack megatron, where it is a choice")
+    return said("--no-sequence-parallel on the PyTorch stack: torchtitan's tensor parallelism always runs sequence "
+                "parallelism (its apply_tp has no switch to leave it off); drop --no-sequence-parallel, or give "
+                "--train-stack megatron, where it is a choice")

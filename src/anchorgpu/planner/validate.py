@@ -197,11 +197,11 @@ def nvfp4_kv_refusal(gpu: GpuSpec, engine: str, model: ModelSpec | DiffusionPipe
     the vLLM launch then refuses what vLLM does not run."""
     blackwell = "NVFP4" in gpu.fp4_formats
     if engine == "trtllm":
-        return None if blackwell else (f"TensorRT-LLM runs an NVFP4 KV cache on Blackwell GPUs only (NVFP4 "
-                                       f"hardware); {gpu.name} has none")
+        return None if blackwell else said("TensorRT-LLM runs an NVFP4 KV cache on Blackwell GPUs only (NVFP4 "
+                                           "hardware); {gpu} has none", gpu=gpu.name)
     if engine == "sglang":
-        return None if blackwell else (f"SGLang runs an NVFP4 KV cache on Blackwell SM100 or SM120 only "
-                                       f"(kv_cache_hook.handle_kv4_compatibility); {gpu.name} is neither")
+        return None if blackwell else said("SGLang runs an NVFP4 KV cache on Blackwell SM100 or SM120 only "
+                                           "(kv_cache_hook.handle_kv4_compatibility); {gpu} is neither", gpu=gpu.name)
     vllm = vllm_nvfp4_refusal(gpu, model)
     if vllm is None or blackwell:
         return None

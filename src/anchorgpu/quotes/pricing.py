@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from anchorgpu.catalog.model import TERM_UNITS, Catalog, Offering, Option, Prices, TermUnit
-from anchorgpu.errors import PartialGpuRequested, said
+from anchorgpu.errors import PartialGpuRequested, said, said_template
 from anchorgpu.quotes.errors import InvalidOptionRequest, InvalidQuoteRequest, RegionNotOffered, UnpricedOffering
 from anchorgpu.quotes.model import Quote, QuoteLine
 from anchorgpu.units import (
@@ -94,9 +94,14 @@ def bill_term(prices: Prices, term: Term, *, what: str) -> Billing:
     own_price = prices[term.unit]
     if own_price is None:
         priced = [unit for unit, value in prices.items() if value is not None]
-        hint = f"; priced by the {', '.join(priced)}" if priced else "; price on request"
-        raise UnpricedOffering(said("{what} has no {term_unit}ly list price{hint}", what=what, term_unit=term.unit,
-                                    hint=hint))
+        units = {"hour": said("hour"), "week": said("week"), "month": said("month")}  # the units, in words
+        hint = (said("; priced by the {first}", first=units[priced[0]]) if len(priced) == 1 else
+                said("; priced by the {first}, {second}", first=units[priced[0]], second=units[priced[1]])
+                if len(priced) == 2 else said("; price on request"))
+        template = {"hour": said_template("{what} has no hourly list price{hint}"),
+                    "week": said_template("{what} has no weekly list price{hint}"),
+                    "month": said_template("{what} has no monthly list price{hint}")}[term.unit]
+        raise UnpricedOffering(said(template, what=what, hint=hint))
     best = Billing(unit=term.unit, count=term.count, unit_price_usd=own_price)
     for unit in TERM_UNITS[TERM_UNITS.index(term.unit) + 1:]:
         price = prices[unit]
