@@ -129,7 +129,10 @@ class PageText:
         if self.locale == DEFAULT_LOCALE:
             return message
         text = self._catalogue.gettext(message)
-        return None if text == message else text
+        if text != message:
+            return text
+        # a frame with no words of its own ("--recipe {kind}: {reason}") is translated as itself
+        return message if message in getattr(self._catalogue, "_catalog", {}) else None
 
     def ngettext(self, singular: str, plural: str, count: int, **values: Any) -> str:
         text = self._catalogue.ngettext(singular, plural, count)

@@ -108,7 +108,7 @@ def said_words(line: str, text: PageText) -> str | None:
     if not isinstance(line, Said):
         return None
     try:
-        return " ".join(_render(line, text).split())
+        return re.sub(r"[ \t\r\n]+", " ", _render(line, text)).strip()  # one line, as the core's; NBSP kept
     except _Untranslated:
         return None
 
