@@ -63,7 +63,7 @@ class GpuIndex:
             words = partial_gpu_words(name)
             if words:
                 whole = self.find(_PARTIAL.sub(" ", name.lower()))
-                hint = f"; ask for the whole GPU instead: {whole.name}" if whole else ""
+                hint = said("; ask for the whole GPU instead: {whole}", whole=whole.name) if whole else ""
                 raise PartialGpuRequested(
                     said("GPU {name!r} names a share of a GPU ({words}): AnchorGPU rents whole GPUs only (no MIG "
                          "slices, vGPU or time-slicing){hint}", name=name, words=', '.join(words), hint=hint)

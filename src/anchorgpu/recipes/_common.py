@@ -50,9 +50,15 @@ class Target:
     name: str = "anchorgpu"
 
 
+RECIPE_OPTION = "--recipe"
+"""The option a launch's refusal names (``{option}`` in its line): ``plan --recipe``'s; an allocation's launch says it
+again with its own, ``--kind`` (:func:`anchorgpu.allocations.recipe.named_as_kind`)."""
+
+
 def not_expressible(kind: str, reason: str) -> InvalidWorkload:
     """The one-line refusal (exit 2, HTTP 422) when a recipe cannot say what the plan needs."""
-    return InvalidWorkload(said("--recipe {kind}: {reason}", kind=kind, reason=reason), code="recipe_not_expressible")
+    return InvalidWorkload(said("{option} {kind}: {reason}", option=RECIPE_OPTION, kind=kind, reason=reason),
+                           code="recipe_not_expressible")
 
 
 @cache

@@ -37,8 +37,9 @@ def _inner(plan: Plan, target: Target, outer: str) -> Recipe:
         prefix = f"--recipe {kind}: "
         if exc.code != "recipe_not_expressible" or not exc.message.startswith(prefix):
             raise
-        raise not_expressible(outer, said("{prefix} (in its {kind} launch)", prefix=exc.message.removeprefix(prefix),
-                                          kind=kind)) from exc
+        reason = exc.said.values.get("reason") if exc.said is not None else None  # its own words, said with their id
+        raise not_expressible(outer, said("{reason} (in its {kind} launch)",
+                                          reason=reason or exc.message.removeprefix(prefix), kind=kind)) from exc
 
 
 def _name(plan: Plan) -> str:

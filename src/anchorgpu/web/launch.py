@@ -8,7 +8,7 @@ from typing import Any
 from anchorgpu.errors import AnchorError
 from anchorgpu.recipes import KINDS
 from anchorgpu.web.i18n import PageText
-from anchorgpu.web.refusals import planner_refusal, refusal_words
+from anchorgpu.web.refusals import planner_refusal
 
 RECIPE_KINDS = KINDS
 
@@ -68,7 +68,11 @@ def launch_for_allocation(uow_factory: Any, account_id: str, allocation_id: str,
         model = load_public_model(form["model"], offline=server_offline(settings))
         body = allocation_recipe(uow_factory(), account_id=account_id, allocation_id=allocation_id, clock=clock,
                                  kind=form["kind"], model=model, workload=workload)
-    except AnchorError as err:
-        return None, refusal_words(err, text or PageText("en"))
+    except AnchorError as err:  # its options named as the form's controls ("Launch kind" deepspeed: ...)
+        from anchorgpu.web.form_fields import ALLOCATION_LAUNCH_LABELS
+        from anchorgpu.web.planning import page_refusal
+
+        return None, page_refusal(err.said or err.message, frozenset(ALLOCATION_LAUNCH_LABELS), ALLOCATION_LAUNCH_LABELS,
+                                  text or PageText("en"))
     recipe: dict[str, Any] = body["recipe"]
     return recipe, None
