@@ -36,7 +36,7 @@ def test_the_allocation_page_writes_the_launch_with_copy_buttons(client: TestCli
     # the form's control named as the form shows it ("Launch kind"), not plan's --recipe (stop 60, faces60)
     assert re.search(r'id="launch-error">“Launch kind” deepspeed: a training recipe for an inference plan', refused)
     russian = client.get(url, params={"kind": "deepspeed", "model": "llama-3.1-8b", "lang": "ru"}).text
-    assert re.search(r'id="launch-error">«Способ запуска» deepspeed: это рецепт обучения, а план — для инференса', russian)
+    assert re.search(r'id="launch-error">«Способ запуска» deepspeed: это рецепт обучения, а план — для задачи inference', russian)
     lines = client.get(url, params={"kind": "sglang", "model": "llama-3.1-8b"}).text
     assert "this launch&#39;s engine" in lines and "--engine" not in lines  # no option this page lacks
 
