@@ -177,3 +177,15 @@ def test_the_russian_page_says_its_refusals_in_russian(client: TestClient, url: 
     assert words in shown.group(2).replace("&#39;", "'"), shown.group(2)
     english = client.get(url + "&lang=en").text  # the English page still says the API's line
     assert re.search(r'id="(?:plan|recommend)-error"', english) and "не " not in english
+
+
+def test_the_russian_recommend_page_says_why_cheaper_offerings_were_rejected(client: TestClient) -> None:
+    """The rejected offerings' reasons (recommend's miss_reason, the budget, the other server counts) in Russian."""
+    page = client.get("/recommend", params={"model": "llama-3.1-70b", "max_usd": "1", "lang": "ru"}).text
+    reasons = re.findall(r'<span class="reason"([^>]*)>(.*?)</span>', page, re.S)
+    assert len(reasons) >= 5 and all('lang="en"' not in attrs for attrs, _ in reasons), reasons[:2]
+    said_all = " ".join(words for _, words in reasons)
+    assert "не помещается: ближайшей конфигурации (TP 1, PP 1, DP 1, веса bf16, KV bf16) нужно" in said_all
+    assert "сверх бюджета: 1\xa0934,00\xa0$ &gt; 1,00\xa0$" in said_all  # money as the page writes it and "также отклонено при числе серверов 2, 3, 4" in said_all
+    english = client.get("/recommend", params={"model": "llama-3.1-70b", "max_usd": "1", "lang": "en"}).text
+    assert "over the budget: $1,934.00 &gt; $1.00 (also rejected with 2, 3, 4 servers)" in english

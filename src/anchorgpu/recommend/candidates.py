@@ -209,11 +209,13 @@ def _also_rejected(reason: str, others: dict[int, str]) -> str:
     own = _over_budget(reason)
     same = [n for n in sorted(others) if _over_budget(others[n]) == own]
     other = [n for n in sorted(others) if _over_budget(others[n]) != own]
-    parts = [f"also rejected with {', '.join(map(str, same))} servers"] if same else []
+    parts = [said("also rejected with {counts} servers", counts=", ".join(map(str, same)))] if same else []
     if other:
-        parts.append(f"with {', '.join(map(str, other))} servers: "
-                     + ("another reason than the budget" if own else "over the budget"))
-    return f" ({'; '.join(parts)})"
+        counts = ", ".join(map(str, other))
+        parts.append(said("with {counts} servers: another reason than the budget", counts=counts) if own
+                     else said("with {counts} servers: over the budget", counts=counts))
+    return said(" ({parts})", parts=said("{first}; {second}", first=parts[0], second=parts[1]) if len(parts) == 2
+                else parts[0])
 
 
 def one_per_offering(rejected: Sequence[Rejection]) -> list[Rejection]:
@@ -230,6 +232,6 @@ def one_per_offering(rejected: Sequence[Rejection]) -> list[Rejection]:
         others = {n: why for n, why in reasons[r.offering].items() if n != r.servers}
         if others:
             r = Rejection(offering=r.offering, servers=r.servers, total_usd=r.total_usd,
-                          reason=r.reason + _also_rejected(r.reason, others))
+                          reason=said("{reason}{also}", reason=r.reason, also=_also_rejected(r.reason, others)))
         out.append(r)
     return out

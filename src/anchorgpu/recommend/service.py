@@ -270,12 +270,13 @@ def recommend(
                 if miss is not None:
                     row = result.row(miss)
                     cap = None if training else engine_cap(spec.workload, get_gpu(row["gpu"]))
+                    reason = miss_reason(row, spec.min_tokens_per_s_per_user, training, cap,
+                                         batch_tokens=spec.global_batch_tokens, seq_tokens=seq if training else None,
+                                         max_ttft_s=spec.max_ttft_s)
+                    if found is not None and found.short:  # the offload that would fit, had its servers the RAM
+                        reason = said("{first}; {second}", first=reason, second=found.short)
                     rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
-                                              reason=miss_reason(row, spec.min_tokens_per_s_per_user, training, cap,
-                                                                 batch_tokens=spec.global_batch_tokens,
-                                                                 seq_tokens=seq if training else None,
-                                                                 max_ttft_s=spec.max_ttft_s)
-                                              + (f"; {found.short}" if found is not None and found.short else "")))
+                                              reason=reason))
                 continue
             kept = candidate(result, best[key], offering, s, servers, quote, the_term, catalog, now)
             if max_usd is not None and kept.budget_usd > max_usd:

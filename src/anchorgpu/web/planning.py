@@ -343,6 +343,9 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
                for rank, r in enumerate(result["results"], start=1) if (speed := _speed(r)) is not None and r.get("total_usd") is not None]
     points = [(label, cost, speed) for _, label, cost, speed in charted]
     context["result"] = answer_words(result, RECOMMEND_FIELDS, PAGE_COMMANDS)  # its advice in the form's names
+    from anchorgpu.web.refusals import planner_refusal
+
+    context["rejected_reasons"] = [planner_refusal(r["reason"], text) for r in result.get("rejected", [])[:10]]
     context["training"] = training
     context["user_efficiencies"] = values.get("mfu") is not None or values.get("mbu") is not None  # no band then
     from urllib.parse import urlencode

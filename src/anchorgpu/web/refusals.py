@@ -25,6 +25,7 @@ __all__ = ["planner_refusal", "refusal_words", "said_words"]
 _NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})*(?:\.\d+)?|-?\d+(?:\.\d+)?")
 _ENGLISH = re.compile(r"\b[a-z]{2,} [a-z]{2,}\b")
 """Two English words in a row in a value: a clause the catalogue cannot translate (names, flags and figures have none)."""
+_MONEY = re.compile(r"\$(\d{1,3}(?:,\d{3})*\.\d{2,})")
 _SIZE = re.compile(r"(?P<number>-?[\d,]+(?:\.\d+)?)(?P<unit> (?:[KMGTP]i?B|B|GB|TB|tokens|h|s|ms))")
 
 
@@ -76,6 +77,10 @@ class _PageFormatter(string.Formatter):
             return _localized_number(written, self.text.locale)
         if isinstance(value, str) and (size := _SIZE.fullmatch(written)) is not None:  # '60.45 GiB' from fmt_bytes
             return _localized_number(size.group("number"), self.text.locale) + size.group("unit")
+        if isinstance(value, str) and (money := _MONEY.fullmatch(written)) is not None and self.text.locale != "en":
+            from babel.numbers import format_currency  # '$1,934.00' (units.fmt_usd) as the page writes money
+
+            return str(format_currency(Decimal(money.group(1).replace(",", "")), "USD", locale=self.text.locale))
         if isinstance(value, str) and _ENGLISH.search(written):  # a clause written without said(): not half translated
             raise _Untranslated(written)
         return written
@@ -121,11 +126,13 @@ def refusal_words(error: AnchorError | str, text: PageText) -> str:
     return English(english) if words is None or text.locale == "en" else words
 
 
-def planner_refusal(error: AnchorError, text: PageText | None) -> str:
+def planner_refusal(error: AnchorError | str, text: PageText | None) -> str:
     """A planner's refusal where a page names its fields by their names, not their labels (a launch's reason, a
-    weights format's row; :func:`anchorgpu.web.planning.page_words`): in the page's language where the catalogue has
+    weights format's row, a rejected offering's reason; :func:`anchorgpu.web.planning.page_words`): in the page's language where the catalogue has
     all its words, else the English line marked as such."""
     from anchorgpu.web.planning import page_words
 
-    translated = said_words(error.said or error.message, text) if text is not None and text.locale != "en" else None
-    return page_words(translated) if translated is not None else English(page_words(error.message))
+    line = (error.said or error.message) if isinstance(error, AnchorError) else error
+    english = error.message if isinstance(error, AnchorError) else str(error)
+    translated = said_words(line, text) if text is not None and text.locale != "en" else None
+    return page_words(translated) if translated is not None else English(page_words(english))
