@@ -70,7 +70,7 @@ class _PageFormatter(string.Formatter):
         if "|" in format_spec:  # '{n:,|токен|токена|токенов}': the number and its noun in the form that agrees with it
             spec, *forms = format_spec.split("|")
             return f"{self.format_field(value, spec)} {_plural_form(value, forms, self.text.locale)}"
-        written = super().format_field(value, format_spec)
+        written = str(super().format_field(value, format_spec))
         if isinstance(value, int | float | Decimal) and not isinstance(value, bool) and _NUMBER.fullmatch(written):
             return _localized_number(written, self.text.locale)
         if isinstance(value, str) and _NUMBER.fullmatch(written):  # a figure written before ('12.3', fmt_figure)
