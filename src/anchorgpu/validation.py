@@ -147,6 +147,12 @@ LIMITS: dict[str, Limit] = {
     "train_tokens": Limit(1, 10**15),
     "global_batch": Limit(1, 10**12),
     "gpus": Limit(1, 65_536),
+    "tp": Limit(1, 1024),  # the layout's counts; the GPUs they make together stay within "gpus" (planner)
+    "pp": Limit(1, 1024),
+    "dp": Limit(1, 65_536),
+    "ep": Limit(1, 1024),
+    "cp": Limit(1, 1024),
+    "virtual_stages": Limit(1, 1024),
     "max_usd": Limit(0, 10**9),
     "min_tokens_per_s_per_user": Limit(0, 1e7),  # above 0 (positive_number): a floor of 0 is no floor
     "max_ttft_s": Limit(0, 86_400),  # above 0; a day at most

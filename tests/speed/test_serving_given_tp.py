@@ -2,7 +2,7 @@
 are replicas where those hold the requested concurrency (unchanged), and where they do not, the planner adds pipeline
 stages around the TP with the serving chooser's ranking and margins and says so in its "Layout chosen" line
 (speed/serving_given_tp.py). Before (main at ce82c34), ``plan llama-3.1-70b --gpu h100 --gpus 8 --tp 2
---concurrency 64`` planned TP 2 x DP 4, DOES NOT FIT at 74.87 GiB a GPU of the 71.26 GiB vLLM budget, its "What
+--concurrency 64`` planned TP 2 x DP 4, DOES NOT FIT at 74.90 GiB a GPU of the 71.26 GiB vLLM budget, its "What
 would fit" offering ``--tp 2 --pp 4``."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def test_a_tp_whose_replicas_do_not_fit_gets_pipeline_stages() -> None:
     assert "--tp 2 kept as given, 2 pipeline stages added" in line
     # why: the replicas as given, their memory (the figure the plan as given shows)
     replicas = plan(model, w, gpu=H100, layout=Layout(gpus=8, tp=2, pp=1))
-    assert not replicas.fits and "TP 2 as 4 replicas does not hold 64 sequences (it needs 74.87 GiB a GPU" in line
+    assert not replicas.fits and "TP 2 as 4 replicas does not hold 64 sequences (it needs 74.90 GiB a GPU" in line
     # the chooser's rule: the fewest stages unless more are predicted faster by more than the scale-up margin
     deeper = plan(model, w, gpu=H100, layout=Layout(gpus=8, tp=2, pp=4))
     assert deeper.fits and _tok_s(deeper) <= _tok_s(p) * (1 + calibration().layout_margin_of("scale-up"))

@@ -1,8 +1,8 @@
 """A serving row sized at the default request whose KV cache holds no whole-window sequence gives the maximum length
 to start the engine with (``max_model_len_tokens``, as ``anchorgpu recommend`` prints it under its table): the page
 shows it in that row's Layout cell, named by the engine's own option, and says why in a note under the table, in
-English and Russian. README ("recommend ... llama-3.1-8b --top 3"): the RTX 4090's KV cache holds 39,920 tokens of
-Llama 3.1 8B's 131,072-token window, so its launch is started with ``--max-model-len 39920``."""
+English and Russian. README ("recommend ... llama-3.1-8b --top 3"): the RTX 4090's KV cache holds 39,664 tokens of
+Llama 3.1 8B's 131,072-token window, so its launch is started with ``--max-model-len 39664``."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _rtx_4090(client: TestClient) -> tuple[int, int]:
     """(rank, maximum length) of the RTX 4090 row of the API's answer for the same request."""
     results = client.post("/v1/recommend", json=NO_CONTEXT).json()["results"]
     rank, row = next((i, r) for i, r in enumerate(results, 1) if r["gpu"] == "rtx-4090")
-    assert row["max_model_len_tokens"] is not None  # README: 39,920 tokens, short of the 131,072-token window
+    assert row["max_model_len_tokens"] is not None  # README: 39,664 tokens, short of the 131,072-token window
     return rank, int(row["max_model_len_tokens"])
 
 

@@ -114,8 +114,21 @@ def _field_errors(exc: RequestValidationError, fields: frozenset[str] = frozense
             message += field_hint(loc[1], fields)
         elif err.get("type") == "literal_error" and loc[-1:] == ["task"]:  # "serve": did you mean 'inference'?
             message += task_hint(err.get("input"))
+        elif err.get("type") in ("int_type", "float_type") and isinstance(err.get("input"), str) and loc[:1] == ["body"]:
+            message += _number_as_text_hint(err["input"])  # "global_batch": "4M", as the CLI's --global-batch 4M
         out.append({"field": ".".join(loc), "message": message})
     return out
+
+
+def _number_as_text_hint(text: str) -> str:
+    """What a JSON string in a number field is missing: the API's bodies take numbers (``"global_batch": 4194304``),
+    where the CLI also reads its own spellings (``--global-batch 4M``, ``--context 8k``, ``--tokens 1e12``).
+
+    >>> _number_as_text_hint("4M")
+    ": send a JSON number, not the string '4M' (the CLI's spellings such as 4M, 8k or 1e12 are not read here)"
+    """
+    shown = text if len(text) <= 30 else text[:30] + "…"
+    return f": send a JSON number, not the string {shown!r} (the CLI's spellings such as 4M, 8k or 1e12 are not read here)"
 
 
 def _validation_detail(errors: list[dict[str, Any]]) -> str:

@@ -103,6 +103,9 @@ def plan_command(
     for value, field in ((concurrency_n, "concurrency"), (micro_batch, "micro_batch"),
                          (lora_rank, "lora_rank"), (max_num_seqs_n, "max_num_seqs"), (images, "images")):
         bounded_int(value, field=field)  # the API's bounds (anchorgpu.validation.LIMITS), before any work
+    for count, field in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (ep, "ep"), (cp, "cp"), (virtual_stages, "virtual_stages")):
+        if count is not None and count >= 1:  # the API's upper bounds; 0 and below keep the planner's own refusal
+            bounded_int(count, field=field)
     kv = kv_cache if kv_cache is not None else KV_CACHE_AUTO  # '' is refused as an unknown dtype, not taken as auto
     given: dict[str, object] = {  # an option the task has no use for is refused, as every face refuses it
         "train_precision": train_precision, "train_stack": train_stack, "recompute": recompute, "micro_batch": micro_batch,

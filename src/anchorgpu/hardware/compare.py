@@ -258,9 +258,13 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison],
         out.append(f"Power: {a.name} is rated {a.tdp_w} W vs {b.tdp_w} W ({_fmt_ratio(tdp)}); this matters for owned racks, not for a rented GPU-hour.")
     price = rows["price_usd_per_gpu_hour"]
     if price.ratio is not None and bw is not None:
+        decode = _first(predicted, "memory_bandwidth_bytes_per_s", "_per_user")
+        predicted_decode = (f"; the calibrated model predicts {_fmt_ratio(decode.ratio / price.ratio)} the decode "
+                            "tokens/s per user per dollar, below" if decode is not None and decode.ratio else "")
         out.append(
             f"Price: {a.name} costs {_fmt_ratio(price.ratio)} per GPU-hour; per dollar it gives "
-            f"{_fmt_ratio(bw / price.ratio)} the memory bandwidth (decode) and {_fmt_ratio((mem or 0) / price.ratio)} the memory of {b.name}."
+            f"{_fmt_ratio(bw / price.ratio)} the memory bandwidth (decode, datasheet{predicted_decode}) and "
+            f"{_fmt_ratio((mem or 0) / price.ratio)} the memory of {b.name}."
         )
     doubtful = [row.label for row in rows.values() if row.uncertain]
     if doubtful:

@@ -32,9 +32,10 @@ from anchorgpu.planner.training_flag_checks import (
 )
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
+from anchorgpu.validation import LIMITS
 
 __all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_layout_for_model", "check_tp", "default_tp", "resolve_layout", "sharded_pipeline_refusal", "tp_is_valid",
-           "vllm_ep_below_tp_refusal"]
+           "trtllm_attention_dp_tp_refusal", "vllm_ep_below_tp_refusal"]
 
 GPUS_PER_SERVER = 8
 
@@ -216,6 +217,24 @@ def vllm_ep_below_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
                  "data parallelism), or leave --ep out", ep=ep, tp=tp, which=which, value=tp // ep))
 
 
+def trtllm_attention_dp_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
+    """The one line refusing, on TensorRT-LLM, a serving EP wider than a TP of 2 or more: EP wider than TP is
+    attention data parallelism, which TensorRT-LLM runs as ``enable_attention_dp`` with each GPU's attention alone
+    (its ``Mapping`` gives the attention a TP size of 1 under attention DP), so replicas of TP 2 or more with the
+    experts over all their GPUs do not launch there. The chooser and recommend's sweep never try them
+    (:func:`~anchorgpu.planner.speed.serving_layouts.attention_dp_tp_sizes`) and ``--recipe trtllm`` refuses them
+    (:mod:`anchorgpu.recipes.serving`); vLLM and SGLang run attention replicas of TP 2 or 4.
+
+    >>> trtllm_attention_dp_tp_refusal(8, 2, "given")[:72]
+    '--ep 8 with TP 2 on TensorRT-LLM: an EP wider than TP is attention data '
+    """
+    which = said("TensorRT-LLM (the recipe's engine)") if engine_source == "recipe" else "TensorRT-LLM"
+    return said("--ep {ep} with TP {tp} on {which}: an EP wider than TP is attention data parallelism, whose "
+                "enable_attention_dp runs each GPU's attention alone (TP 1), so attention replicas of TP {tp} do not "
+                "launch; give --tp 1 (TP 1 replicas, EP {ep}), --ep {tp} (EP inside TP), or --engine vllm or sglang",
+                ep=ep, tp=tp, which=which)
+
+
 def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                     assumptions: list[str]) -> ResolvedLayout:
     gpus = check_layout_counts(layout)
@@ -272,6 +291,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                 raise InvalidWorkload(said("--gpus {gpus} but {tp} GPUs: give --gpus {value}, or leave it out "
                                            "(the split sets it), or change the split", gpus=gpus,
                                            tp=_split_text(tp, pp, cp, dp), value=split * dp))
+        if gpus > LIMITS["gpus"].high:  # each count within its bound, the GPUs they make together past --gpus's
+            raise InvalidWorkload(said("{split} GPUs: at most {most:,} GPUs, the bound of --gpus; give a smaller split",
+                                       split=_split_text(tp, pp, cp, dp), most=LIMITS["gpus"].high))
     check_tp(model, tp)
     if isinstance(model, ModelSpec) and pp > model.num_layers:
         raise InvalidWorkload(said("--pp {pp} exceeds the {num_layers} layers of {model_name}", pp=pp,
@@ -298,6 +320,8 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                        value2='s' if stage > 1 else ''))
         if not training and ep < tp and workload.engine == "vllm":
             raise InvalidWorkload(vllm_ep_below_tp_refusal(ep, tp, workload.engine_source))
+        if not training and ep > tp > 1 and workload.engine == "trtllm":
+            raise InvalidWorkload(trtllm_attention_dp_tp_refusal(ep, tp, workload.engine_source))
         if not training and ep < tp and tp % ep:  # the engines split each expert tp / ep ways (serving_expert_tp)
             raise InvalidWorkload(said("--ep {ep} with TP {tp}: a serving EP smaller than TP splits each expert "
                                        "TP / EP ways (EP x expert TP = TP), so it must divide TP {tp}; give an EP "

@@ -8,9 +8,11 @@ request's sizes; :mod:`~anchorgpu.planner.inference` plans the requests on it. P
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import cache, lru_cache, partial
+from importlib import resources
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
@@ -22,7 +24,28 @@ from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, Engine, Ove
 from anchorgpu.planner.sglang import SglangSettings, sglang_gpu_memory_bytes, sglang_settings
 from anchorgpu.planner.terms import context_bytes, split_weights_bytes
 
-__all__ = ["EngineMemory", "engine_defaults", "engine_line", "engine_memory", "sglang_start_free"]
+__all__ = ["EngineMemory", "engine_defaults", "engine_line", "engine_memory", "engine_rope_table_bytes",
+           "sglang_start_free"]
+
+
+@cache
+def _rope_bytes_per_value() -> dict[str, int]:
+    data = json.loads(resources.files("anchorgpu.planner").joinpath("data/rope_tables.json").read_text("utf-8"))
+    return {engine: int(e["bytes_per_value"]) for engine, e in data["engines"].items()}
+
+
+def engine_rope_table_bytes(model: ModelSpec, engine: str) -> int:
+    """The RoPE cos/sin table ``engine`` holds on every GPU before it sizes the KV cache
+    (:func:`~anchorgpu.planner.memory.rope_table_bytes` at the engine's dtype, ``data/rope_tables.json``: TensorRT-LLM
+    float32, vLLM 16-bit); 0 for an engine whose table was not read (SGLang).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> scout = load_model("llama-4-scout-17b-16e")
+    >>> [engine_rope_table_bytes(scout, e) / 2**30 for e in ("trtllm", "vllm", "sglang")]
+    [5.0, 2.5, 0.0]
+    """
+    per_value = _rope_bytes_per_value().get(engine)
+    return 0 if per_value is None else mm.rope_table_bytes(model, bytes_per_value=per_value)
 
 
 def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
@@ -85,14 +108,18 @@ def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, 
     on them (through :func:`engine_memory`), so every request shape served by that engine shares it. The terms are
     shared: copy them.
     TensorRT-LLM's profiling pass runs context requests only (no sampler warm-up over a full batch), so its
-    sampler term is 0; SGLang profiles no step at all (its reserve is a rule), so its is 0 too."""
+    sampler term is 0; SGLang profiles no step at all (its reserve is a rule), so its is 0 too. The engine's RoPE
+    table (:func:`engine_rope_table_bytes`) is built at load, before the KV cache is sized: it is counted with the
+    non-torch memory (one term of the breakdown of its own)."""
     weights, weight_terms = split_weights_bytes(model, fmt, tp, pp, ep)
     prefill = mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
     sampler = (0 if engine != "vllm" else  # SGLang profiles no sampler: its reserve covers the step's logits
                mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size))
-    non_torch = ov.serving_non_torch_tp1_bytes if tp * pp == 1 else ov.serving_non_torch_multi_bytes
+    rope = engine_rope_table_bytes(model, engine)
+    non_torch = (ov.serving_non_torch_tp1_bytes if tp * pp == 1 else ov.serving_non_torch_multi_bytes) + rope
     terms = {**weight_terms, "prefill_activation_bytes": prefill, "sampler_logits_bytes": sampler,
-             "non_torch_bytes": non_torch, "cuda_context_outside_budget_bytes": context_bytes(gpu, ov)}
+             "non_torch_bytes": non_torch - rope, "rope_table_bytes": rope,
+             "cuda_context_outside_budget_bytes": context_bytes(gpu, ov)}
     return weights, prefill, sampler, non_torch, terms
 
 

@@ -22,6 +22,7 @@ from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_
 from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
 from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, KV_CACHE_DTYPES
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
+from anchorgpu.planner.serving_engine import engine_rope_table_bytes
 from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
 from anchorgpu.planner.sweep_sglang import settings_by_layout
 from anchorgpu.planner.terms import context_bytes
@@ -103,7 +104,9 @@ def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
         return mm.prefill_activation_bytes(model, tokens=tokens, tp=tp) + sampler
 
     act_l = per_value(lay.tp * 2 + large, activation).astype(np.float64)
-    non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes, ov.serving_non_torch_multi_bytes)
+    # non-torch memory and the engine's RoPE table, as plan() counts them (serving_engine._engine_footprint)
+    non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes,
+                           ov.serving_non_torch_multi_bytes) + engine_rope_table_bytes(model, w.engine)
     mem_s = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)
     weights_w11l = weights_per_gpu(model, lay, weights)
     if trtllm:  # the KV cache is a share of what the profiling pass (the CUDA context counted) leaves free

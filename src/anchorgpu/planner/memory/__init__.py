@@ -1,8 +1,8 @@
 """One small function per memory term, per GPU, in bytes. Pure; stdlib only.
 
-Three modules along the domain, every name re-exported here: :mod:`.model_states` (sharding, gradients,
-master weights, optimizer moments, adapters), :mod:`.kv` (KV cache and recurrent state) and :mod:`.activations`
-(training and serving activations).
+Modules along the domain, every name re-exported here: :mod:`.model_states` (sharding, gradients,
+master weights, optimizer moments, adapters), :mod:`.kv` (KV cache and recurrent state), :mod:`.activations`
+(training and serving activations) and :mod:`.rope` (a serving engine's RoPE table).
 
 Notation (formulas.md): L layers, h hidden, a heads, kv KV heads, d head dim, V vocabulary, s sequence,
 b micro-batch, t tensor-parallel ranks, p pipeline stages, N data-parallel ranks. Every function returns
@@ -55,6 +55,7 @@ from anchorgpu.planner.memory.model_states import (
     stage_layers,
     zero_fraction,
 )
+from anchorgpu.planner.memory.rope import rope_table_bytes, rotary_dims
 
 __all__ = [
     "adapter_params",
@@ -83,6 +84,8 @@ __all__ = [
     "prefill_activation_bytes",
     "RECURRENT_LORA_TARGETS",
     "recurrent_state_bytes",
+    "rope_table_bytes",
+    "rotary_dims",
     "routed_expert_share",
     "sampler_activation_bytes",
     "serving_expert_tp",

@@ -16,6 +16,7 @@ from anchorgpu.planner.speed.flops import (
     decode_attention_flops_per_token,
     unsampled_prompt_share,
 )
+from anchorgpu.planner.speed.mixed_attention import mixed_step_kv_read_factor
 from anchorgpu.planner.speed.serving import _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 
@@ -56,16 +57,39 @@ def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, req
     per_replica, wave = math.ceil(requests / setup.replicas), max(1, concurrency // setup.replicas)
     if kv_tokens is not None and prompt_tokens + output_tokens <= kv_tokens:  # admitted while their prompts fit
         wave = min(wave, int(kv_tokens // (prompt_tokens + 1)))
+    reread = mixed_step_kv_read_factor(model, gpu, engine=setup.engine, tp=setup.tp,
+                                       attention_dp=setup.attention_dp) if setup.pp == 1 else 1.0
     total = 0.0
     while per_replica > 0:
         batch = min(wave, per_replica)
         per_replica -= batch
+        decoding = float(batch)
         if kv_tokens is not None and prompt_tokens + output_tokens <= kv_tokens < batch * (prompt_tokens + output_tokens):
             total += _preempting_wave_s(model, setup, c, batch, prompt_tokens, output_tokens, kv_tokens)
-            continue
-        total += _prefill_s(model, setup, c, float(batch * prompt_tokens), prompt_tokens)
-        total += (output_tokens - 1) * _step(setup, c, float(batch), 0.0, decode_flops, 0.0, head_skip=0.0)[0]
+            decoding = kv_tokens / (prompt_tokens + output_tokens // 2)  # what the cache holds decoding
+        else:
+            total += _prefill_s(model, setup, c, float(batch * prompt_tokens), prompt_tokens)
+            total += (output_tokens - 1) * _step(setup, c, float(batch), 0.0, decode_flops, 0.0, head_skip=0.0)[0]
+        if reread > 1.0 and per_replica > 0:
+            total += _shared_steps_reread_s(setup, c, decoding, min(wave, per_replica), prompt_tokens, output_tokens,
+                                            reread)
     return total
+
+
+def _shared_steps_reread_s(setup: ServingSetup, c: _StepConstants, decoding: float, next_batch: int,
+                           prompt_tokens: int, output_tokens: int, reread: float) -> float:
+    """The KV cache a wave's decodes read again in the steps they share with the next wave's prompt chunks, on an
+    engine whose attention there reads it ``reread`` times (vLLM's FlashAttention 2:
+    :func:`~anchorgpu.planner.speed.mixed_attention.mixed_step_kv_read_factor`).
+
+    A continuous-batching engine admits the next requests while this wave decodes, so its decode steps carry their
+    prompt chunks for as many steps as those chunks take (the next wave's prompt tokens over the token budget), at
+    most this wave's ``output_tokens - 1``; the last wave decodes alone. Each such step reads the caches of the
+    ``decoding`` sequences (the wave, or what the cache holds of a wave that outgrows it) ``reread - 1`` times more
+    than the planned decode step does, at the rate the planned step reads them (``c.kv_rate``). Charged where the
+    replica is one pipeline stage (the caller's ``setup.pp == 1``)."""
+    shared = min(output_tokens - 1, math.ceil(next_batch * prompt_tokens / setup.max_num_batched_tokens))
+    return shared * (reread - 1.0) * decoding * setup.kv_bytes_per_sequence_per_gpu / c.kv_rate
 
 
 def _prefill_s(model: ModelSpec, setup: ServingSetup, c: _StepConstants, tokens: float, length: int) -> float:

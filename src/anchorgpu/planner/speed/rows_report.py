@@ -9,7 +9,7 @@ import statistics
 from typing import Any
 
 from anchorgpu.planner.speed.constants import Calibration, band_kind_of
-from anchorgpu.planner.speed.runs import Run, predict
+from anchorgpu.planner.speed.runs import Run, predict, row_engine
 
 __all__ = ["SETS", "band_kind", "engine_of", "markdown", "paired_errors", "report_rows", "serving_kind", "set_of", "speed_ratio", "stack_of_row",
            "summary"]
@@ -93,15 +93,9 @@ def engine_of(run: Run) -> str | None:
     row's ``engine``, else TensorRT-LLM's where its benchmark sized the engine (``engine_limits: trtllm-bench``) or
     the row sizes the KV cache as TensorRT-LLM does (``kv_free_fraction``), else by its set; None where no source
     says (a training row, or a serving row of the reference files that names no engine)."""
-    r = run.row
     if run.phase != "serve":
         return None
-    if "engine" in r:
-        return str(r["engine"])
-    name = set_of(run)
-    if r.get("engine_limits") == "trtllm-bench" or "kv_free_fraction" in r or name.startswith("trtllm"):
-        return "trtllm"
-    return "vllm" if name.startswith("vllm") else None
+    return row_engine(run.row)
 
 
 def serving_kind(run: Run) -> str | None:

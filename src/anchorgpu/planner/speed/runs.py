@@ -245,6 +245,7 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
     is planned the same way."""
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+    from anchorgpu.planner.serving_engine import engine_rope_table_bytes
 
     model, gpu = _model(r), _as_measured(get_gpu(r["gpu"]), r)
     max_seqs, max_tokens = r.get("max_num_seqs"), r.get("max_num_batched_tokens")
@@ -255,6 +256,10 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
     sglang = r.get("engine") == "sglang"  # SGLang's own sizing: its derived mem_fraction_static unless the row gives one
     utilization = (float(r["kv_free_fraction"]) if trtllm else r.get("mem_fraction_static") if sglang
                    else r["gpu_memory_utilization"])
+    held = 0  # bytes a GPU holds that vLLM's rule, which a TensorRT-LLM run without kv_free_fraction is sized by,
+    # does not count: its RoPE table is float32 where vLLM's footprint counts a 16-bit one (engine_rope_table_bytes)
+    if not trtllm and not sglang and row_engine(r) == "trtllm":
+        held = engine_rope_table_bytes(model, "trtllm") - engine_rope_table_bytes(model, "vllm")
     if r.get("attention_dp_weights"):  # timed as TP, but each GPU held what attention DP keeps whole
         if sglang:
             raise ValueError(f"{r['id']}: attention_dp_weights is read under vLLM's or TensorRT-LLM's sizing only")
@@ -262,7 +267,9 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
         if trtllm:  # a share of the memory free after the weights: the GPU as the KV sizing sees it
             gpu = replace(gpu, memory_bytes=gpu.memory_bytes - extra)
         else:  # a share of the whole memory holds the weights: that share less the extra weights
-            utilization = float(r["gpu_memory_utilization"]) - extra / gpu.memory_bytes
+            held += extra
+    if held:  # a share of the whole memory holds them
+        utilization = float(r["gpu_memory_utilization"]) - held / gpu.memory_bytes
     w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=int(r.get("concurrency", 1)),
                  gpu_memory_utilization=utilization, max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens,
                  engine="trtllm" if trtllm else "sglang" if sglang else "vllm",
@@ -275,6 +282,18 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
     return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
                 layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp), ep=ep),
                 gpu=gpu, suggest=False, choose_layout=False)
+
+
+def row_engine(r: dict[str, Any]) -> str | None:
+    """The serving engine a serving row ran on: its ``engine``, else TensorRT-LLM's where its benchmark sized the
+    engine (``engine_limits: trtllm-bench``), the row sizes the KV cache as TensorRT-LLM does (``kv_free_fraction``)
+    or its set is a TensorRT-LLM one, else vLLM's for a vLLM set; None where no source says."""
+    if "engine" in r:
+        return str(r["engine"])
+    name = str(r.get("set", "core"))
+    if r.get("engine_limits") == "trtllm-bench" or "kv_free_fraction" in r or name.startswith("trtllm"):
+        return "trtllm"
+    return "vllm" if name.startswith("vllm") else None
 
 
 def trtllm_bench_engine(model: ModelSpec, gpu_memory_bytes: float, r: dict[str, Any]) -> tuple[int, int]:

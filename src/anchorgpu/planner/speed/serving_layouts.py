@@ -239,28 +239,35 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
         return (None, default) if default.fits else None
     cap = engine_limits_on(w, gpu)[1]
     lay = default.layout
-    others, _ = _held(model, w, precision, gpus, gpu, overheads, want, cap, skip=Layout(tp=lay.tp, pp=lay.pp,
-                                                                                           dp=lay.dp, ep=lay.ep))
+    # more users than every engine on these GPUs runs at once (cap a replica, at most one replica a GPU): whatever the
+    # layout, the rest wait in its queue, as the default's plan says; the layouts are then held to their memory alone,
+    # as the default is, so the one that runs the most at once is not left out for queueing too (20,000 users of
+    # Llama-3.1-8B on 8 H100: 8 replicas run 8,192 at once, about 3x TP 8's 1,024)
+    every_layout_queues = want > cap * gpus
+    others, _ = _held(model, w, precision, gpus, gpu, overheads, want, want if every_layout_queues else cap,
+                      skip=Layout(tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep))
     held = [(given, default), *others] if default.fits else others
     if not held:
         return None
     held, staged = without_stages_on_scale_up(held, gpu)
     pick, speeds, classes = fastest(held, gpu)
     layout, p = held[pick]
+    users = users_words(want) + (f" in memory (none runs them all at once: at most {cap:,} a replica, the rest wait in "
+                                 "its queue)" if every_layout_queues else "")
     if p is default:
         staged_words = stages_words(staged, given, speeds[0], gpu)
         if max(speeds) <= speeds[0] and not staged_words:
             return None, default
         # kept though another is predicted faster (within the margin): say which, as recommend may show it
         kept = (f"Layout kept on the {gpus:,} GPUs asked: the default, TP {lay.tp}"
-                + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "") + f" - {which(held, 0, speeds, classes, users_words(want))}"
+                + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "") + f" - {which(held, 0, speeds, classes, users)}"
                 + staged_words + "; pass --tp, --pp, --dp and --ep to choose")
         return Choice(layout=given, workload=w, reason=kept), default
     why = (f"the default, TP {lay.tp}" + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "")
            + (f", serves them at {speeds[0]:,.0f}" if default.fits else
               f", does not hold them (it needs {fmt_bytes(default.per_gpu.total_bytes)} a GPU)"))
     reason = (f"Layout chosen on the {gpus:,} GPUs asked: {split_words(layout)} - "
-              f"{which(held, pick, speeds, classes, users_words(want))}; {why}{stages_words(staged, layout, speeds[pick], gpu)}; "
+              f"{which(held, pick, speeds, classes, users)}; {why}{stages_words(staged, layout, speeds[pick], gpu)}; "
               "pass --tp, --pp, --dp and --ep to choose")
     return Choice(layout=layout, workload=w, reason=reason), p
 
