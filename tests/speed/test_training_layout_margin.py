@@ -32,8 +32,9 @@ def test_the_training_margin_is_the_median_over_one_benchmarks_configurations() 
     Llama 2 13B on 64 A100 with no and selective activation checkpointing (2162 and 1904); Megatron-MoE-ModelZoo's
     Qwen3-235B-A22B on 256 H100 at five layouts (yanring/Megatron-MoE-ModelZoo@c1ad0b5c best_practice/Qwen3/readme.md,
     the PP 32 row with the all-to-all dispatcher among them): 14 pairs (1 + 1 + 1 + 1 + 10), enough (MIN_CLASS_PAIRS)
-    for a margin of their own, 10.0% (benchmarks/hardening/stop57_trainpairs.md). Fails if the pairing stops reading
-    a group or a row."""
+    for a margin of their own, 10.0% at stop 59's end, 9.1% since the model zoo's DeepEP dispatch sends a token once a
+    rank and its two hops across servers overlap (benchmarks/hardening/stop57_trainpairs.md, stop60_mztrain.md). Fails
+    if the pairing stops reading a group or a row."""
     runs = load_runs()
     groups = sorted(sorted(r.id for r in g) for g in training_layout_groups(runs))
     assert groups == [["MZ-Q235-H100-A2A-PP32", "MZ-Q235-H100-EP32", "MZ-Q235-H100-EP32-OVL", "MZ-Q235-H100-EP8-FSDP",
@@ -42,7 +43,7 @@ def test_the_training_margin_is_the_median_over_one_benchmarks_configurations() 
                       ["TT-L2-13B-64-A100-NOAC", "TT-L2-13B-64-A100-SAC"]]
     spread = training_layout_spread(report_rows(calibration(), runs), runs)
     assert spread.pairs == 14 >= MIN_CLASS_PAIRS and spread.groups == 5
-    assert spread.margin == pytest.approx(0.10)
+    assert spread.margin == pytest.approx(0.091)
     assert {name: pairs for name, (pairs, _) in spread.by_set.items()} == {
         "core": 2, "megatron-moe-modelzoo": 10, "torchtitan-docs": 2}
 

@@ -83,14 +83,22 @@ def all_to_all_s(bytes_per_rank: float, ranks: int, link: Link, *, efficiency: f
 
 def expert_dispatch_s(token_bytes: float, tokens: float, copies: int, ep: int, gpu: GpuSpec, *,
                       gpus_per_server: int | None, network_bytes_per_s: float | None,
-                      efficiency: float | None = None, scaleup_efficiency: float | None = None) -> float:
+                      efficiency: float | None = None, scaleup_efficiency: float | None = None,
+                      rows_per_token: float | None = None, overlapped_hops: bool = False) -> float:
     """One dispatch (or combine) of ``tokens`` tokens of ``token_bytes`` each, ``copies`` routed copies a token, to
     the experts of an EP group of ``ep`` consecutive GPUs. Inside one scale-up domain a plain all-to-all. Across
     servers a two-hop dispatch, as DeepSeek-V3's training does it and DeepEP's kernels implement (DeepSeek-V3
     technical report, arXiv:2412.19437, section 3.2.2): a token crosses the network once to each other server that
     holds any of its experts, ``(N-1) (1 - (1 - 1/N)^copies)`` servers of the group's ``N`` for uniform routing,
-    then is forwarded over the scale-up link to the GPUs there. ``scaleup_efficiency``: the all-to-all's share of a
-    scale-up link where measured (``stated.alltoall_link_efficiency``; None: ``efficiency``).
+    then is forwarded over the scale-up link to the GPUs there. ``overlapped_hops``: the two hops run at once, each
+    token forwarded over the scale-up link as it arrives ("communications via IB and NVLink are fully overlapped",
+    the same section; DeepEP's internode kernel runs its RDMA senders, forwarders and NVLink receivers as concurrent
+    warp roles, ``csrc/kernels/internode.cu``), so the dispatch takes the slower hop; else (a dispatcher not known
+    to pipeline them) their sum. ``scaleup_efficiency``:
+    the all-to-all's share of a scale-up link where measured (``stated.alltoall_link_efficiency``; None:
+    ``efficiency``). ``rows_per_token``: the rows a token sends over the scale-up link (None: ``copies``, one per
+    routed expert, as Megatron-Core's all-to-all dispatcher permutes them before its all-to-all; DeepEP sends one
+    row to each rank that holds any of the token's experts, :func:`~anchorgpu.planner.speed.experts.ranks_reached`).
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu
     >>> inside = expert_dispatch_s(8192.0, 2048, 8, 8, toy_gpu(), gpus_per_server=8, network_bytes_per_s=50e9)
@@ -100,7 +108,7 @@ def expert_dispatch_s(token_bytes: float, tokens: float, copies: int, ep: int, g
     True
     """
     link = group_link(gpu, ep, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
-    routed = token_bytes * tokens * copies
+    routed = token_bytes * tokens * (copies if rows_per_token is None else rows_per_token)
     inside = efficiency if scaleup_efficiency is None else scaleup_efficiency
     if link.kind != "network" or not gpus_per_server or ep <= gpus_per_server:
         return all_to_all_s(routed, ep, link, efficiency=inside if link.kind == "scale-up" else efficiency)
@@ -108,9 +116,10 @@ def expert_dispatch_s(token_bytes: float, tokens: float, copies: int, ep: int, g
     remote = (servers - 1.0) * (1.0 - (1.0 - 1.0 / servers) ** copies)
     scaleup = group_link(gpu, gpus_per_server, gpus_per_server=gpus_per_server,
                          network_bytes_per_s=network_bytes_per_s)
-    return (p2p_s(token_bytes * tokens * remote, link, efficiency=efficiency)
-            + all_to_all_s(routed, gpus_per_server, scaleup,
-                           efficiency=inside if scaleup.kind == "scale-up" else efficiency))
+    network = p2p_s(token_bytes * tokens * remote, link, efficiency=efficiency)
+    forward = all_to_all_s(routed, gpus_per_server, scaleup,
+                           efficiency=inside if scaleup.kind == "scale-up" else efficiency)
+    return max(network, forward) if overlapped_hops else network + forward
 
 
 def p2p_s(message_bytes: float, link: Link, *, efficiency: float | None = None) -> float:

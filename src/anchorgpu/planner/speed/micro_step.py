@@ -34,6 +34,7 @@ from anchorgpu.planner.speed.experts import (
     expert_rows_factor,
     moe_product_shares,
     permutation_bytes,
+    ranks_reached,
     unfused_expert_bytes,
 )
 from anchorgpu.planner.speed.flops import (
@@ -228,6 +229,15 @@ def _compute_micro_step(
     # all-reduce itself)
     tp_link_ = group_link(gpu, tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
     volumes = shape.volumes
+    if model.moe is not None and ep > 1 and tp > 1 and not model.params.shared_experts:
+        # under EP the experts are not split by TP (expert TP 1): Megatron-Core's MoE layer takes its sequence-parallel
+        # shard of the tokens as it is (MoELayer.forward refuses TP without sequence parallelism in training) and the
+        # dispatcher gathers over the expert TP group only when it is larger than 1, so a MoE layer has no TP
+        # collective around its MLP: only the attention's, once forward and once backward, and once more where whole
+        # layers are recomputed (the MoE block's own recompute runs none). A shared expert is a TP-split dense MLP
+        # with its gather and scatter (SharedExpertMLP), so a model with one keeps them
+        again = 1.0 if recompute in MOE_FORWARD_AGAIN else 0.0
+        volumes -= (2.0 + again) * model.moe.num_moe_layers / layers
     act_bytes = tokens_rank * h * ACTIVATION_BYTES
     tp_once = allreduce_s(act_bytes, tp, tp_link_, efficiency=cal.link_efficiency)
     tp_s = volumes * stage_layers * tp_once
@@ -255,11 +265,18 @@ def _compute_micro_step(
         moe_layers = stage_layers * model.moe.num_moe_layers / layers
         # dispatch and combine forward and backward, and forward again when the MoE blocks are recomputed
         passes = 6 if recompute in MOE_FORWARD_AGAIN else 4
+        # DeepEP (the flex dispatcher's deepep backend) sends a token once to each EP rank holding any of its
+        # experts (its dispatch layout's is_token_in_rank), where the all-to-all dispatcher sends one permuted copy
+        # per routed expert (experts.ranks_reached); across servers its kernel pipelines the network hop and the
+        # scale-up hop (collectives.expert_dispatch_s)
+        deepep = moe_dispatcher == "deepep"
+        rows = ranks_reached(model, ep) if deepep else None
         once, twice = (expert_dispatch_s(
             h * ACTIVATION_BYTES, tokens, model.moe.experts_per_token, ep, gpu, gpus_per_server=gpus_per_server,
             network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency,
-            scaleup_efficiency=cal.alltoall_link_efficiency.get(gpu.name)) for tokens in (tokens_rank / tp,
-                                                                                          2.0 * (tokens_rank / tp)))
+            scaleup_efficiency=cal.alltoall_link_efficiency.get(gpu.name), rows_per_token=rows,
+            overlapped_hops=deepep)
+            for tokens in (tokens_rank / tp, 2.0 * (tokens_rank / tp)))
         ep_s = passes * moe_layers * once
         ep_grow_s = passes * moe_layers * (twice - once)  # its bytes' share: latencies paid once either way
         if ep_overlap:  # beside another micro-batch's computation: the stated exposed share, as TP overlap's

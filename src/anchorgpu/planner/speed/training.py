@@ -18,7 +18,9 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
   sequence parallelism (stated off: ``sequence_parallel=False``; ``None`` is on with TP > 1) the traffic is the same,
   but the norms, dropout and residual adds run on the whole sequence on every TP rank (their share of the memory-bound
   operators' traffic, :func:`~anchorgpu.planner.memory.activations.sequence_parallel_share`, ``t`` times over) and
-  stage-to-stage transfers carry the whole sequence, not its ``1/t``;
+  stage-to-stage transfers carry the whole sequence, not its ``1/t``. Under expert parallelism a MoE layer without a
+  shared expert pays only its attention's volumes (Megatron-Core's MoE layer routes its sequence-parallel shard as it
+  is, with expert TP 1);
 * **context parallelism** (ring attention): each rank passes its K/V chunk around the ring ``cp - 1`` times
   forward and twice that backward, hidden behind the attention blocks as far as they last (Megatron-Core's ring). On
   the PyTorch-native stack, PyTorch's experimental context parallelism as its code runs it, compiled: one all-gather
