@@ -19,6 +19,11 @@ value. Faces map the three families to their own vocabulary in one table each:
     └── Conflict            (CLI exit 4, HTTP 409)   the request is well formed but the state forbids it
 
 Areas add subclasses beside the ones here; they never define a second root.
+
+A message may be :func:`said`: the English line (the CLI's and the API's words, unchanged) that also carries its
+message id (a ``str.format`` template) and the values put into it, so a face in another language renders the same
+refusal through its own message catalogue (the web pages: ``anchorgpu.web.refusals``) without parsing the English.
+``said`` is a keyword of the catalogue's extraction (``src/anchorgpu/web/babel.cfg``): its template must be a literal.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from difflib import get_close_matches
 
 __all__ = [
     "AnchorError",
+    "Said",
     "Conflict",
     "DataFileError",
     "HubUnavailable",
@@ -41,7 +47,42 @@ __all__ = [
     "UnknownGpu",
     "UnknownModel",
     "did_you_mean",
+    "said",
+    "said_template",
 ]
+
+
+class Said(str):
+    """An English sentence (itself, as a ``str``: every face that prints it prints exactly this) with its message id
+    ``template`` and the ``values`` formatted into it; a value may itself be :class:`Said` (a clause a helper wrote).
+
+    >>> line = said("--tp {tp} does not divide {heads:,} heads", tp=3, heads=1000)
+    >>> line, line.template, line.values
+    ('--tp 3 does not divide 1,000 heads', '--tp {tp} does not divide {heads:,} heads', {'tp': 3, 'heads': 1000})
+    """
+
+    template: str
+    values: dict[str, object]
+
+    def __new__(cls, template: str, values: dict[str, object]) -> Said:
+        line = super().__new__(cls, template.format(**values))
+        line.template = template
+        line.values = values
+        return line
+
+    def __reduce__(self) -> tuple[object, ...]:  # pickles (the sweep's worker processes) keep the id and values
+        return (Said, (self.template, self.values))
+
+
+def said(template: str, /, **values: object) -> Said:
+    """``template.format(**values)`` that remembers ``template`` and ``values`` (see :class:`Said`). The template is
+    the catalogue's message id: a string literal, so the extraction finds it."""
+    return Said(template, values)
+
+
+def said_template(template: str) -> str:
+    """Mark a template for the catalogue where it is kept in a table and :func:`said` later (a no-op)."""
+    return template
 
 
 class AnchorError(Exception):
@@ -58,6 +99,9 @@ class AnchorError(Exception):
         one_line = " ".join(str(message).split())
         super().__init__(one_line)
         self.message = one_line
+        self.said = message if isinstance(message, Said) else None
+        """The message with its id and values (:func:`said`), for a face in another language; None when the
+        message was written without one (that face then shows the English line)."""
         if code is not None:
             self.code = code
 
@@ -121,10 +165,30 @@ ECHO_MAX_CHARACTERS = 100
 """Most characters of an unknown name a message repeats (a 5,000-character name was echoed whole)."""
 
 
+_UNKNOWN = {
+    "GPU": said_template("unknown GPU {name}{hint}"),
+    "model": said_template("unknown model {name}{hint}"),
+    "offering": said_template("unknown offering {name}{hint}"),
+    "option": said_template("unknown option {name}{hint}"),
+    "region": said_template("unknown region {name}{hint}"),
+    "interconnect": said_template("unknown interconnect {name}{hint}"),
+    "allocation": said_template("unknown allocation {name}{hint}"),
+    "quote": said_template("unknown quote {name}{hint}"),
+    "account": said_template("unknown account {name}{hint}"),
+    "glossary entry": said_template("unknown glossary entry {name}{hint}"),
+}
+"""The "unknown ..." line of each kind of thing looked up by name (its own id, since languages agree the adjective
+with the noun: "неизвестная модель", "неизвестный GPU"); a kind not listed here is still said in English."""
+
+
 def _with_suggestions(kind: str, name: str, suggestions: Sequence[str]) -> str:
-    hint = f"; did you mean {', '.join(repr(s) for s in suggestions)}?" if suggestions else ""
-    shown = repr(name) if len(name) <= ECHO_MAX_CHARACTERS else f"{name[:ECHO_MAX_CHARACTERS]!r}… ({len(name):,} characters)"
-    return f"unknown {kind} {shown}{hint}"
+    hint = said("; did you mean {choices}?", choices=", ".join(repr(s) for s in suggestions)) if suggestions else ""
+    shown = repr(name) if len(name) <= ECHO_MAX_CHARACTERS else \
+        said("{start}… ({count:,} characters)", start=repr(name[:ECHO_MAX_CHARACTERS]), count=len(name))
+    template = _UNKNOWN.get(kind)
+    if template is None:
+        return f"unknown {kind} {shown}{hint}"
+    return said(template, name=shown, hint=hint)
 
 
 class UnknownGpu(NotFound):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Literal, TypeVar
 
-from anchorgpu.errors import InvalidTerm, PartialGpuRequested
+from anchorgpu.errors import InvalidTerm, PartialGpuRequested, said
 
 __all__ = [
     "GB",
@@ -180,8 +180,9 @@ def _days_term(text: str, days: int) -> Term:
     if days % DAYS_PER_WEEK == 0:
         return Term(unit="week", count=days // DAYS_PER_WEEK)
     raise InvalidTerm(
-        f"term {text!r}: days are priced only as whole weeks (7 days) or whole months (30 days, as the catalog "
-        f"defines a month); for exactly {days} day{'' if days == 1 else 's'} ask for {days * 24}h")
+        said("term {text!r}: days are priced only as whole weeks (7 days) or whole months (30 days, as the "
+             "catalog defines a month); for exactly {days} day{value} ask for {value2}h", text=text, days=days,
+             value='' if days == 1 else 's', value2=days * 24))
 
 
 def parse_term(text: str) -> Term:
@@ -197,11 +198,11 @@ def parse_term(text: str) -> Term:
     """
     match = _TERM_RE.match(text.lower()) if isinstance(text, str) else None
     if not match or (match.group(2) not in _TERM_ALIASES and match.group(2) not in _DAY_ALIASES):
-        raise InvalidTerm(f"term {text!r}: expected N hours, N weeks or N months, e.g. '8h', '2w', '1month' "
-                          "(days as whole weeks or months: '7 days', '30 days')")
+        raise InvalidTerm(said("term {text!r}: expected N hours, N weeks or N months, e.g. '8h', '2w', '1month' "
+                               "(days as whole weeks or months: '7 days', '30 days')", text=text))
     count = int(match.group(1))
     if count <= 0:
-        raise InvalidTerm(f"term {text!r}: the count must be a positive whole number")
+        raise InvalidTerm(said("term {text!r}: the count must be a positive whole number", text=text))
     if match.group(2) in _DAY_ALIASES:
         return _days_term(text, count)
     return Term(unit=_TERM_ALIASES[match.group(2)], count=count)
@@ -223,7 +224,8 @@ def quotable_term(term: Term | str) -> Term:
     """
     parsed = term if isinstance(term, Term) else parse_term(term)
     if parsed.hours > MAX_TERM_HOURS:
-        raise InvalidTerm(f"term {parsed}: at most {MAX_TERM_HOURS:,} hours (10 years) can be quoted at once")
+        raise InvalidTerm(said("term {parsed}: at most {MAX_TERM_HOURS:,} hours (10 years) can be quoted at once",
+                               parsed=parsed, MAX_TERM_HOURS=MAX_TERM_HOURS))
     return parsed
 
 
@@ -235,10 +237,11 @@ def require_whole_gpus(gpus: float | int, *, field: str = "gpus") -> int:
     """
     if isinstance(gpus, bool) or not isinstance(gpus, int | float) or not math.isfinite(gpus) or gpus != int(gpus):
         raise PartialGpuRequested(
-            f"{field}={gpus!r}: only whole GPUs are offered (no MIG slices, vGPU or time-slicing)"
+            said("{field}={gpus!r}: only whole GPUs are offered (no MIG slices, vGPU or time-slicing)", field=field,
+                 gpus=gpus)
         )
     if gpus < 1:
-        raise PartialGpuRequested(f"{field}={gpus!r}: at least one whole GPU is needed")
+        raise PartialGpuRequested(said("{field}={gpus!r}: at least one whole GPU is needed", field=field, gpus=gpus))
     return int(gpus)
 
 

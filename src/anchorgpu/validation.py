@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from anchorgpu.errors import InvalidInput
+from anchorgpu.errors import InvalidInput, said
 from anchorgpu.units import fmt_given
 
 __all__ = [
@@ -106,9 +106,10 @@ def check_text(value: str, *, field: str, max_length: int, min_length: int = 0) 
     """``value`` unchanged, or :class:`InvalidInput` when too long, too short or holding a control character."""
     bad = control_character(value)
     if bad is not None:
-        raise InvalidInput(f"{field}: control characters such as {bad} are not allowed")
+        raise InvalidInput(said("{field}: control characters such as {bad} are not allowed", field=field, bad=bad))
     if not min_length <= len(value) <= max_length:
-        raise InvalidInput(f"{field}: expected {min_length}-{max_length} characters, got {len(value)}")
+        raise InvalidInput(said("{field}: expected {min_length}-{max_length} characters, got {len}", field=field,
+                                min_length=min_length, max_length=max_length, len=len(value)))
     return value
 
 
@@ -124,8 +125,8 @@ def comma_list(text: str | None, *, flag: str) -> tuple[str, ...]:
         return ()
     entries = tuple(dict.fromkeys(x.strip().lower() for x in text.split(",") if x.strip()))
     if not entries:
-        raise InvalidInput(f"{flag} {text!r}: no entry listed; give one or more, comma-separated (e.g. bf16,fp8), "
-                           "or leave the option out for the default")
+        raise InvalidInput(said("{flag} {text!r}: no entry listed; give one or more, comma-separated (e.g. "
+                                "bf16,fp8), or leave the option out for the default", flag=flag, text=text))
     return entries
 
 
@@ -194,14 +195,17 @@ def whole_number(text: str, *, field: str, suffixes: dict[str, int] | None = Non
     match = _NUMBER_RE.match(text) if isinstance(text, str) else None
     scale = (suffixes or {"": 1}).get(match.group(2).lower()) if match else None
     if match is None or scale is None:
-        raise InvalidInput(f"{flag} {text!r}: expected {noun} such as {example}")
+        raise InvalidInput(said("{flag} {text!r}: expected {noun} such as {example}", flag=flag, text=text, noun=noun,
+                                example=example))
     mantissa = match.group(1)
     if len(mantissa) > 40:  # far beyond any bound; also keeps int() away from its digit limit
-        raise InvalidInput(f"{flag} {text!r}: expected {noun} such as {example}")
+        raise InvalidInput(said("{flag} {text!r}: expected {noun} such as {example}", flag=flag, text=text, noun=noun,
+                                example=example))
     if "e" in mantissa.lower() or "." in mantissa:
         value = float(mantissa) * scale
         if not math.isfinite(value):
-            raise InvalidInput(f"{flag} {text!r}: expected {noun} such as {example}")
+            raise InvalidInput(said("{flag} {text!r}: expected {noun} such as {example}", flag=flag, text=text,
+                                    noun=noun, example=example))
         if not value.is_integer():  # say why a well-formed count is refused: 1.1k is 1,126.4 (k = 1,024)
             unit = match.group(2)
             raise InvalidInput(f"{flag} {text!r} is {value:,}" + (f" ({unit} = {scale:,})" if unit else "")
@@ -211,9 +215,10 @@ def whole_number(text: str, *, field: str, suffixes: dict[str, int] | None = Non
         number = int(mantissa) * scale
     limit = LIMITS.get(field)
     if limit is not None and not limit.low <= number <= limit.high:
-        raise InvalidInput(f"{flag} {text!r}: expected a whole number from {limit.low:,.0f} to {limit.high:,.0f}")
+        raise InvalidInput(said("{flag} {text!r}: expected a whole number from {low:,.0f} to {high:,.0f}", flag=flag,
+                                text=text, low=limit.low, high=limit.high))
     if number < 1:
-        raise InvalidInput(f"{flag} {text!r}: expected a whole number of at least 1")
+        raise InvalidInput(said("{flag} {text!r}: expected a whole number of at least 1", flag=flag, text=text))
     return number
 
 
@@ -258,7 +263,9 @@ def bounded_int(value: int | None, *, field: str, flag: str | None = None) -> in
     limit = LIMITS[field]
     if isinstance(value, bool) or not isinstance(value, int) or not limit.low <= value <= limit.high:
         shown = str(value) if len(str(value)) <= 30 else str(value)[:30] + "…"
-        raise InvalidInput(f"{flag or '--' + field.replace('_', '-')} {shown}: expected a whole number from {limit.low:,.0f} to {limit.high:,.0f}")
+        raise InvalidInput(said("{value} {shown}: expected a whole number from {low:,.0f} to {high:,.0f}",
+                                value=flag or '--' + field.replace('_', '-'), shown=shown, low=limit.low,
+                                high=limit.high))
     return value
 
 
@@ -305,8 +312,8 @@ def usd_amount(value: object, *, field: str = "max_usd", flag: str | None = None
     label = f"--{field.replace('_', '-')}" if flag is None else flag
     shown = repr(value[:40] + ("…" if len(value) > 40 else "")) if isinstance(value, str) else repr(value)
     where = f"{label} {shown}" if label else shown
-    written = ("an amount in USD written with ASCII digits and at most one dot, e.g. 20000.50 (no spaces, exponent, "
-               "sign or separators)")
+    written = said("an amount in USD written with ASCII digits and at most one dot, e.g. 20000.50 (no spaces, "
+                   "exponent, sign or separators)")
     amount: Decimal | None = None
     if isinstance(value, bool):
         pass
@@ -317,13 +324,16 @@ def usd_amount(value: object, *, field: str = "max_usd", flag: str | None = None
     elif isinstance(value, str) and _MONEY_TEXT_RE.fullmatch(value):
         amount = Decimal(value)  # a minus where negatives make no sense is refused by the bounds below
     if amount is None or not amount.is_finite():
-        raise InvalidInput(f"{where}: expected {written}")
+        raise InvalidInput(said("{where}: expected {written}", where=where, written=written))
     above = (rule.low < amount) if rule.low_exclusive else (rule.low <= amount)
     if not (above and amount <= rule.high):
-        raise InvalidInput(f"{where}: expected an amount {'above' if rule.low_exclusive else 'from'} {rule.low:,} "
-                           f"{'and at most' if rule.low_exclusive else 'to'} {rule.high:,} USD")
+        if rule.low_exclusive:
+            raise InvalidInput(said("{where}: expected an amount above {low:,} and at most {high:,} USD", where=where,
+                                    low=rule.low, high=rule.high))
+        raise InvalidInput(said("{where}: expected an amount from {low:,} to {high:,} USD", where=where, low=rule.low,
+                                high=rule.high))
     if rule.places is not None and amount.as_tuple().exponent < -rule.places:  # type: ignore[operator]
-        raise InvalidInput(f"{where}: at most {rule.places} decimal places")
+        raise InvalidInput(said("{where}: at most {places} decimal places", where=where, places=rule.places))
     return amount
 
 
@@ -338,8 +348,9 @@ def finite_number(value: float, *, field: str, low: float | None = None, high: f
     lo = low if low is not None else (limit.low if limit else -math.inf)
     hi = high if high is not None else (limit.high if limit else math.inf)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not lo <= value <= hi:
-        raise InvalidInput(f"{flag or '--' + field.replace('_', '-')} {fmt_given(value)}: expected a finite number from "
-                           f"{fmt_given(lo)} to {fmt_given(hi)}")
+        raise InvalidInput(said("{value} {fmt_given}: expected a finite number from {lo} to {hi}",
+                                value=flag or '--' + field.replace('_', '-'), fmt_given=fmt_given(value),
+                                lo=fmt_given(lo), hi=fmt_given(hi)))
     return float(value)
 
 
@@ -356,8 +367,9 @@ def positive_number(value: float, *, field: str, flag: str | None = None) -> flo
     high = LIMITS[field].high
     if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
             or not 0 < value <= high):
-        raise InvalidInput(f"{flag or '--' + field.replace('_', '-')} {fmt_given(value)}: expected a finite number "
-                           f"above 0, at most {fmt_given(high)}")
+        raise InvalidInput(said("{value} {fmt_given}: expected a finite number above 0, at most {high}",
+                                value=flag or '--' + field.replace('_', '-'), fmt_given=fmt_given(value),
+                                high=fmt_given(high)))
     return float(value)
 
 
@@ -380,12 +392,14 @@ def iso_instant(text: object, *, flag: str) -> datetime:
     example = "e.g. 2027-01-31T00:00:00Z"
     if not isinstance(text, str) or len(text) > 40 or _INSTANT_RE.fullmatch(text.strip()) is None:
         shown = repr(text[:40]) if isinstance(text, str) else repr(text)
-        raise InvalidInput(f"{flag} {shown}: expected an ISO 8601 instant with a time zone, {example}")
+        raise InvalidInput(said("{flag} {shown}: expected an ISO 8601 instant with a time zone, {example}", flag=flag,
+                                shown=shown, example=example))
     try:
         value = datetime.fromisoformat(text.strip())
     except ValueError as exc:
-        raise InvalidInput(f"{flag} {text!r}: expected an ISO 8601 instant with a time zone, {example}") from exc
+        raise InvalidInput(said("{flag} {text!r}: expected an ISO 8601 instant with a time zone, {example}",
+                                flag=flag, text=text, example=example)) from exc
     if value.tzinfo is None:
-        raise InvalidInput(f"{flag} {text!r}: give a time zone, {example}")
+        raise InvalidInput(said("{flag} {text!r}: give a time zone, {example}", flag=flag, text=text, example=example))
     return value
 

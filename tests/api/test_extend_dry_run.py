@@ -53,7 +53,7 @@ def test_a_price_other_than_the_one_confirmed_is_refused_and_nothing_is_charged(
     response = _extend(client, alice, allocation["id"], "cheap", term="1month", expected_total_usd="100.00")
     assert response.status_code == 409
     body = problem(response)
-    assert body["code"] == "price_changed" and "2190.00" in body["detail"] and "nothing was charged" in body["detail"]
+    assert body["code"] == "price_changed" and "$2,190.00" in body["detail"] and "nothing was charged" in body["detail"]
     after = client.get(f"/v1/allocations/{allocation['id']}", headers=alice.auth).json()
     assert after["ends_at"] == allocation["ends_at"] and after["amount_usd"] == allocation["amount_usd"]
 

@@ -110,12 +110,13 @@ def test_an_allocation_that_cannot_hold_the_model_gets_a_422_not_a_launch(client
                        params={"kind": "vllm", "model": "llama-3.1-405b", "context": 8192})
     assert serve.status_code == 422, serve.text
     detail = problem(serve)["detail"]
-    assert detail.startswith("--recipe vllm: the plan does not fit on this allocation's 1 x 8 h100-sxm (short by ")
+    # the route's own parameter named (kind), not plan's --recipe (stop 60, faces60)
+    assert detail.startswith("kind vllm: the plan does not fit on this allocation's 1 x 8 h100-sxm (short by ")
     assert detail.endswith("per GPU); it would fit with --weights int4-awq")  # more GPUs is not this launch's change
     train = client.get(f"/v1/allocations/{allocation}/recipe", headers=alice.auth,
                        params={"kind": "torchrun-fsdp", "model": "llama-3.1-70b", "task": "train", "context": 65536})
     assert train.status_code == 422 and problem(train)["detail"].startswith(
-        "--recipe torchrun-fsdp: the plan does not fit on this allocation's 1 x 8 h100-sxm (short by ")
+        "kind torchrun-fsdp: the plan does not fit on this allocation's 1 x 8 h100-sxm (short by ")
     # nothing fits on 8 GPUs as they are; with PP held at 1 (torchrun-fsdp runs no stages) and TP and CP searched
     # around it (issue 11: --pp alone no longer fixes TP 1), CP 8 x DP 4 under FSDP fits on 32, and since stop 57
     # (closest) optimizer state in host memory fits on the 8 booked, which FSDP's CPU offload launches (the recipe

@@ -66,7 +66,8 @@ def test_an_allocations_sglang_recipe_for_a_diffusion_pipeline_says_what_plan_sa
                                         headers=alice.auth)
     assert response.status_code == 422, response.text[:300]
     detail = problem_of(response)["detail"]
-    assert detail == "--recipe sglang: diffusion pipelines have no launch recipe yet", detail
+    # the route's own parameter named, not plan's --recipe (stop 60, faces60: tests/api/test_allocation_recipe_faces.py)
+    assert detail == "kind sglang: diffusion pipelines have no launch recipe yet", detail
     # the same allocation still gives an SGLang launch for a language model, the engine its kind chose
     served = sqlite_served.client.get(f"/v1/allocations/{allocation['id']}/recipe?kind=sglang&model=llama-3.1-8b",
                                       headers=alice.auth)

@@ -103,7 +103,7 @@ def test_recipes_follow_the_planned_engine(capsys: pytest.CaptureFixture[str]) -
     # asking for TensorRT-LLM's launch without an engine sizes for it; naming vLLM is refused, as naming TensorRT-LLM
     # for a vLLM or SGLang launch is (the launch would carry vLLM's memory share as free_gpu_memory_fraction)
     implied = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--recipe", "trtllm")
-    assert implied["workload"]["engine"] == "trtllm" and "as planned (--engine trtllm)" in str(implied["recipe"])
+    assert implied["workload"]["engine"] == "trtllm" and "as planned (TensorRT-LLM, this launch's engine)" in str(implied["recipe"])
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--recipe", "trtllm", "--engine", "vllm")
     assert code == 2 and "sized for vLLM (--engine vllm)" in err and len(err.splitlines()) == 1
     assert run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--recipe", "vllm")["workload"]["engine"] == "vllm"

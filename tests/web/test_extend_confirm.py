@@ -60,7 +60,9 @@ def test_a_price_that_is_not_todays_is_refused_and_the_new_price_shown(client: T
                                                           "term": "1month", "expected_total_usd": "1.00"})
     assert stale.status_code == 303 and stale.headers["location"].endswith("/extend?term=1month")
     shown = client.get(stale.headers["location"]).text
-    assert "now costs 2190.00 USD" in shown and "nothing was charged" in shown
+    # money as every face writes it (units.fmt_usd, as the budget rejections since stop 59's qafix), the whole sentence
+    assert "the extension by 1month now costs $2,190.00, not the $1.00 confirmed: nothing was charged; confirm the new " \
+           "price to extend" in shown
     assert _amount(client.get(allocation_url).text) == before
 
 

@@ -319,11 +319,13 @@ def test_the_api_stays_english_whatever_the_browser_prefers(client: TestClient) 
     assert client.get("/openapi.json", headers=russian).json()["info"]["title"].isascii()
 
 
-def test_a_domain_refusal_stays_english_and_says_so_while_a_form_error_is_russian(client: TestClient) -> None:
-    """The planner's refusals are the CLI's and the API's words: English, marked lang="en" on a Russian page."""
+def test_a_domain_refusal_and_a_form_error_are_both_russian(client: TestClient) -> None:
+    """The planner's refusals are the CLI's and the API's lines, rendered on a Russian page from their message ids in
+    Russian (stop 60, faces60: they were English marked lang="en"; tests/web/test_refusals_in_russian.py)."""
     mig = client.get("/plan", params={"model": "llama-3.1-8b", "gpu": "h100 mig 1g.10gb", "lang": "ru"})
     assert mig.status_code == 422
-    assert re.search(r'id="plan-error" lang="en">[^<]*whole GPUs only', mig.text)
+    assert re.search(r'id="plan-error">[^<]*AnchorGPU сдаёт только целые GPU[^<]*; вместо этого укажите целый GPU: '
+                     r'h100-sxm', mig.text)
     form = client.get("/plan", params={"model": "llama-3.1-8b", "gpus": "0", "lang": "ru"})
     message = re.search(r'id="plan-error"( lang="en")?>([^<]*)<', form.text)
     assert message and message.group(1) is None and "не меньше 1" in message.group(2)

@@ -33,7 +33,12 @@ def test_the_allocation_page_writes_the_launch_with_copy_buttons(client: TestCli
     train = client.get(url, params={"kind": "k8s", "model": "llama-3.1-8b", "task": "train"}).text
     assert 'data-copy="launch-file-1"' in train and "&#34;completionMode&#34;: &#34;Indexed&#34;" in train
     refused = client.get(url, params={"kind": "deepspeed", "model": "llama-3.1-8b"}).text
-    assert re.search(r'id="launch-error">--recipe deepspeed: a training recipe for an inference plan', refused)
+    # the form's control named as the form shows it ("Launch kind"), not plan's --recipe (stop 60, faces60)
+    assert re.search(r'id="launch-error">“Launch kind” deepspeed: a training recipe for an inference plan', refused)
+    russian = client.get(url, params={"kind": "deepspeed", "model": "llama-3.1-8b", "lang": "ru"}).text
+    assert re.search(r'id="launch-error">«Способ запуска» deepspeed: это рецепт обучения, а план — для задачи inference', russian)
+    lines = client.get(url, params={"kind": "sglang", "model": "llama-3.1-8b"}).text
+    assert "this launch&#39;s engine" in lines and "--engine" not in lines  # no option this page lacks
 
 
 def test_the_planner_page_offers_every_launch_and_shows_a_refusal_beside_the_plan(client: TestClient) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from anchorgpu.errors import InvalidInput, NotFound
+from anchorgpu.errors import InvalidInput, NotFound, said
 from anchorgpu.store.api_keys import ApiKeyRecord
 from anchorgpu.store.repository import AccountRecord
 from anchorgpu.store.uow import AbstractUnitOfWork
@@ -67,12 +67,13 @@ def clean_name(value: object, *, what: str, max_chars: int) -> str:
     'team a'
     """
     if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be text, not {type(value).__name__}")
+        raise InvalidInput(said("{what} must be text, not {name__}", what=what, name__=type(value).__name__))
     if any(ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in value if ch not in " \t\n\r"):
-        raise InvalidInput(f"{what} contains a control character (such as NUL); use printable text")
+        raise InvalidInput(said("{what} contains a control character (such as NUL); use printable text", what=what))
     clean = " ".join(value.split())
     if not 1 <= len(clean) <= max_chars:
-        raise InvalidInput(f"{what} must be 1-{max_chars} characters, not {len(clean)}")
+        raise InvalidInput(said("{what} must be 1-{max_chars} characters, not {clean}", what=what,
+                                max_chars=max_chars, clean=len(clean)))
     return clean
 
 
@@ -96,10 +97,10 @@ def new_name(value: object, *, what: str, max_chars: int) -> str:
     clean = clean_name(value, what=what, max_chars=max_chars)
     for ch in clean:
         if ch in _DIRECTION_CONTROLS:
-            raise InvalidInput(f"{what} contains the text-direction control U+{ord(ch):04X}, which makes it display as "
-                               "something else; use plain text")
+            raise InvalidInput(said("{what} contains the text-direction control U+{ch:04X}, which makes it "
+                                    "display as something else; use plain text", what=what, ch=ord(ch)))
     if not any(unicodedata.category(ch)[0] in "LNPS" for ch in clean):
-        raise InvalidInput(f"{what} has no visible character; use letters, digits or symbols")
+        raise InvalidInput(said("{what} has no visible character; use letters, digits or symbols", what=what))
     return clean
 
 
@@ -138,16 +139,18 @@ def authenticate(uow: AbstractUnitOfWork, api_key: str, *, now: datetime | None 
     """The account of ``api_key`` at ``now`` (default: the real clock); :class:`InvalidApiKey` when no
     key matches, or it was revoked, or it expired at or before ``now``."""
     if not isinstance(api_key, str) or not api_key or len(api_key) > 500:
-        raise InvalidApiKey("the API key is not valid")
+        raise InvalidApiKey(said("the API key is not valid"))
     at = now if now is not None else datetime.now(UTC)
     presented = hash_api_key(api_key)
     with uow:
         key = uow.api_keys.get_by_hash(presented)
         account = None if key is None else uow.accounts.get(key.account_id)
     if key is None or account is None or not hmac.compare_digest(key.key_hash, presented):
-        raise InvalidApiKey("the API key is not valid")
+        raise InvalidApiKey(said("the API key is not valid"))
     if key.revoked_at is not None:
-        raise InvalidApiKey(f"the API key {key.prefix}… ({key.name}) was revoked")
+        raise InvalidApiKey(said("the API key {prefix}… ({key_name}) was revoked", prefix=key.prefix,
+                                 key_name=key.name))
     if key.expires_at is not None and key.expires_at <= at:
-        raise InvalidApiKey(f"the API key {key.prefix}… ({key.name}) expired at {key.expires_at.isoformat()}")
+        raise InvalidApiKey(said("the API key {prefix}… ({key_name}) expired at {isoformat}", prefix=key.prefix,
+                                 key_name=key.name, isoformat=key.expires_at.isoformat()))
     return Account(id=account.id, name=account.name, created_at=account.created_at, key_id=key.id)

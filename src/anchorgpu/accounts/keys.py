@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from anchorgpu.accounts import new_api_key, new_name
-from anchorgpu.errors import Conflict, InvalidInput, NotFound
+from anchorgpu.errors import Conflict, InvalidInput, NotFound, said
 from anchorgpu.store.api_keys import ApiKeyRecord
 from anchorgpu.store.uow import AbstractUnitOfWork
 
@@ -105,11 +105,12 @@ def check_expiry(expires_at: datetime | None, now: datetime) -> datetime | None:
     if expires_at is None:
         return None
     if not isinstance(expires_at, datetime) or expires_at.tzinfo is None:
-        raise InvalidInput("expires_at must be an instant with a time zone, e.g. 2027-01-31T00:00:00Z")
+        raise InvalidInput(said("expires_at must be an instant with a time zone, e.g. 2027-01-31T00:00:00Z"))
     if expires_at <= now:
-        raise InvalidInput(f"expires_at {expires_at.isoformat()} is not in the future")
+        raise InvalidInput(said("expires_at {isoformat} is not in the future", isoformat=expires_at.isoformat()))
     if expires_at - now > MAX_KEY_LIFETIME:
-        raise InvalidInput(f"expires_at {expires_at.isoformat()} is more than {MAX_KEY_LIFETIME.days:,} days ahead")
+        raise InvalidInput(said("expires_at {isoformat} is more than {days:,} days ahead",
+                                isoformat=expires_at.isoformat(), days=MAX_KEY_LIFETIME.days))
     return expires_at.astimezone(UTC)
 
 
@@ -124,10 +125,11 @@ def create_key(uow: AbstractUnitOfWork, *, account_id: str, name: str, expires_a
                           key_hash=key_hash, created_at=now, expires_at=expiry, revoked_at=None)
     with uow:
         if uow.accounts.get(account_id) is None:
-            raise UnknownApiKey(f"account {account_id} does not exist")
+            raise UnknownApiKey(said("account {account_id} does not exist", account_id=account_id))
         active = [k for k in uow.api_keys.for_account(account_id) if _status(k, now) == "active"]
         if len(active) >= MAX_ACTIVE_KEYS:
-            raise TooManyApiKeys(f"the account already has {len(active)} usable keys (at most {MAX_ACTIVE_KEYS}); revoke one first")
+            raise TooManyApiKeys(said("the account already has {active} usable keys (at most {MAX_ACTIVE_KEYS}); "
+                                      "revoke one first", active=len(active), MAX_ACTIVE_KEYS=MAX_ACTIVE_KEYS))
         uow.api_keys.add(record)
         uow.commit()
     return _info(record, now, None), api_key
@@ -151,19 +153,19 @@ def key_usable(uow: AbstractUnitOfWork, account_id: str, key_id: str, now: datet
 def revoke_key(uow: AbstractUnitOfWork, *, account_id: str, key_id: str, clock: Clock) -> ApiKeyInfo:
     """Revoke the account's key ``key_id`` now; revoking a revoked key changes nothing and answers the same."""
     if not isinstance(key_id, str) or not 1 <= len(key_id) <= 40 or not key_id.isascii() or not key_id.isprintable():
-        raise UnknownApiKey(f"no API key {key_id[:40]!r} on this account")
+        raise UnknownApiKey(said("no API key {value!r} on this account", value=key_id[:40]))
     now = clock()
     with uow:
         keys = uow.api_keys.for_account(account_id, for_update=True)  # two revokes cannot both see the other active
         key = next((k for k in keys if k.id == key_id), None)
         if key is None:
-            raise UnknownApiKey(f"no API key {key_id!r} on this account")
+            raise UnknownApiKey(said("no API key {key_id!r} on this account", key_id=key_id))
         if key.revoked_at is not None:
             return _info(key, now, None)
         others = [k for k in keys if k.id != key.id and _status(k, now) == "active"]
         if not others:
-            raise LastApiKey(f"key {key.id} is the account's last usable key; create another first "
-                             "(anchorgpu keys create NAME), then revoke this one")
+            raise LastApiKey(said("key {key_id} is the account's last usable key; create another first (anchorgpu "
+                                  "keys create NAME), then revoke this one", key_id=key.id))
         uow.api_keys.revoke(key.id, now)
         uow.commit()
     return _info(ApiKeyRecord(**{**_asdict(key), "revoked_at": now}), now, None)

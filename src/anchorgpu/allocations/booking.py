@@ -22,7 +22,7 @@ from anchorgpu.allocations.idempotency import DEFAULT_KEY_TTL_S, Outcome, run_id
 from anchorgpu.allocations.inputs import Clock, _catalog, _now, _require_account, _require_id, _term
 from anchorgpu.allocations.quoting import DEFAULT_QUOTE_VALIDITY_S, _price, _store_quote
 from anchorgpu.allocations.reads import allocation_to_json
-from anchorgpu.errors import InvalidInput, UnknownEntity
+from anchorgpu.errors import InvalidInput, UnknownEntity, said
 from anchorgpu.store.uow import AbstractUnitOfWork
 from anchorgpu.units import Term
 
@@ -45,8 +45,10 @@ def _reserve_capacity(
     if booked + servers > stock:
         free = max(stock - booked, 0)
         raise InsufficientCapacity(
-            f"{offering_id} in {region}: {servers:,} server(s) requested but only {free:,} of {stock:,} free "
-            f"for the whole period {starts_at:%Y-%m-%d %H:%M} to {ends_at:%Y-%m-%d %H:%M} UTC"
+            said("{offering_id} in {region}: {servers:,} server(s) requested but only {free:,} of {stock:,} free "
+                 "for the whole period {starts_at:%Y-%m-%d %H:%M} to {ends_at:%Y-%m-%d %H:%M} UTC",
+                 offering_id=offering_id, region=region, servers=servers, free=free, stock=stock, starts_at=starts_at,
+                 ends_at=ends_at)
         )
     uow.capacity.add(allocation_id=allocation_id, offering_id=offering_id, region=region,
                      booking=Booking(servers=servers, starts_at=starts_at, ends_at=ends_at))
@@ -71,7 +73,7 @@ def buy_quote(
     now = _now(clock)
     _require_id("quote", quote_id)
     if starts_at is not None and (starts_at.tzinfo is None or starts_at < now - timedelta(minutes=5)):
-        raise InvalidInput("starts_at must be a timezone-aware instant, not in the past")
+        raise InvalidInput(said("starts_at must be a timezone-aware instant, not in the past"))
     begin = starts_at or now
     request = {"quote_id": quote_id, "starts_at": None if starts_at is None else starts_at.isoformat()}
 
@@ -80,9 +82,10 @@ def buy_quote(
         if quote is None or quote.purpose != "quote":
             raise UnknownEntity("quote", quote_id)
         if quote.used_at is not None:
-            raise QuoteAlreadyUsed(f"quote {quote_id} was already bought; ask for a new quote")
+            raise QuoteAlreadyUsed(said("quote {quote_id} was already bought; ask for a new quote", quote_id=quote_id))
         if not now < quote.valid_until:
-            raise QuoteExpired(f"quote {quote_id} expired at {quote.valid_until.isoformat()}; ask for a new quote")
+            raise QuoteExpired(said("quote {quote_id} expired at {isoformat}; ask for a new quote", quote_id=quote_id,
+                                    isoformat=quote.valid_until.isoformat()))
         allocation, _ = Allocation.bought(
             id=f"al_{secrets.token_hex(8)}", account_id=account_id, quote_id=quote.id, offering_id=quote.offering_id,
             region=quote.region, quantity=quote.quantity, gpus=quote.gpus, term=quote.term,

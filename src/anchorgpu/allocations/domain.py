@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from anchorgpu.allocations.errors import AllocationExpired, AllocationStateConflict, AllocationTerminated
+from anchorgpu.errors import said
 from anchorgpu.units import Term
 
 __all__ = [
@@ -58,8 +59,9 @@ def bounded_end(starts_at: datetime, hours: int, now: datetime) -> datetime:
 
     limit = now + MAX_END_AHEAD
     if hours < 0 or hours > MAX_YEARS_AHEAD * 8_760 or starts_at > limit or timedelta(hours=hours) > limit - starts_at:
-        raise InvalidTerm(f"an allocation may end at most {MAX_YEARS_AHEAD} years ahead (before {limit:%Y-%m-%d}); "
-                          f"{hours:,} more hours from {starts_at:%Y-%m-%d} would pass that")
+        raise InvalidTerm(said("an allocation may end at most {MAX_YEARS_AHEAD} years ahead (before "
+                               "{limit:%Y-%m-%d}); {hours:,} more hours from {starts_at:%Y-%m-%d} would pass that",
+                               MAX_YEARS_AHEAD=MAX_YEARS_AHEAD, limit=limit, hours=hours, starts_at=starts_at))
     return starts_at + timedelta(hours=hours)
 
 
@@ -169,14 +171,15 @@ class Allocation:
         """Stop a running allocation. ``ends_at`` and ``amount_usd`` do not change (the paid term runs on)."""
         current, events = self._require_live(now, "stop")
         if current.state is AllocationState.STOPPED:
-            raise AllocationStateConflict(f"allocation {self.id} is already stopped")
+            raise AllocationStateConflict(said("allocation {self_id} is already stopped", self_id=self.id))
         return current._transition("stopped", now, AllocationState.STOPPED, events, {"notice": STOP_NOTICE})
 
     def start(self, now: datetime) -> tuple[Allocation, list[AllocationEvent]]:
         """Start a stopped allocation again (only before it ends)."""
         current, events = self._require_live(now, "start")
         if current.state is not AllocationState.STOPPED:
-            raise AllocationStateConflict(f"allocation {self.id} is {current.state.value}, not stopped")
+            raise AllocationStateConflict(said("allocation {self_id} is {state_value}, not stopped", self_id=self.id,
+                                               state_value=current.state.value))
         target = AllocationState.SCHEDULED if now < current.starts_at else AllocationState.ACTIVE
         return current._transition("started", now, target, events)
 
@@ -201,9 +204,11 @@ class Allocation:
     def _require_live(self, now: datetime, action: str) -> tuple[Allocation, list[AllocationEvent]]:
         current, events = self.resolve(now)
         if current.state is AllocationState.EXPIRED:
-            raise AllocationExpired(f"cannot {action} allocation {self.id}: its paid term ended at {current.ends_at.isoformat()}")
+            raise AllocationExpired(said("cannot {action} allocation {self_id}: its paid term ended at {isoformat}",
+                                         action=action, self_id=self.id, isoformat=current.ends_at.isoformat()))
         if current.state is AllocationState.TERMINATED:
-            raise AllocationTerminated(f"cannot {action} allocation {self.id}: it was terminated")
+            raise AllocationTerminated(said("cannot {action} allocation {self_id}: it was terminated", action=action,
+                                            self_id=self.id))
         return current, events
 
     def _transition(

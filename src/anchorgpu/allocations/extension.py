@@ -17,7 +17,7 @@ from typing import Any
 
 from anchorgpu.allocations.domain import bounded_end, peak_servers
 from anchorgpu.allocations.errors import PriceChanged
-from anchorgpu.errors import UnknownEntity
+from anchorgpu.errors import UnknownEntity, said
 from anchorgpu.store.uow import AbstractUnitOfWork
 from anchorgpu.units import Term, fmt_usd
 from anchorgpu.validation import usd_amount
@@ -41,8 +41,9 @@ def check_expected_price(expected_usd: Decimal | None, total_usd: Decimal, term:
     """Refuse the charge when the price confirmed by the user is not today's price for ``term``."""
     if expected_usd is not None and expected_usd != total_usd:
         raise PriceChanged(
-            f"the extension by {term} now costs {total_usd} USD, not the {expected_usd} USD confirmed: "
-            "nothing was charged; confirm the new price to extend")
+            said("the extension by {term} now costs {total_usd}, not the {expected_usd} confirmed: nothing was "
+                 "charged; confirm the new price to extend", term=term, total_usd=fmt_usd(total_usd),
+                 expected_usd=fmt_usd(expected_usd)))
 
 
 def quote_extension(uow: AbstractUnitOfWork, *, account_id: str, allocation_id: str, term: Term | str, now: datetime,

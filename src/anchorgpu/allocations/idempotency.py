@@ -32,7 +32,7 @@ from anchorgpu.allocations.errors import (
     InvalidIdempotencyKey,
     replayed_error,
 )
-from anchorgpu.errors import Conflict
+from anchorgpu.errors import Conflict, said
 from anchorgpu.store.uow import AbstractUnitOfWork
 
 __all__ = [
@@ -71,7 +71,8 @@ def validate_idempotency_key(key: object) -> str:
     """
     if not isinstance(key, str) or not 1 <= len(key) <= 255 or not all(" " <= ch <= "~" for ch in key):
         shown = repr(key)[:40]
-        raise InvalidIdempotencyKey(f"idempotency key {shown}: must be 1-255 printable ASCII characters")
+        raise InvalidIdempotencyKey(said("idempotency key {shown}: must be 1-255 printable ASCII characters",
+                                         shown=shown))
     return key
 
 
@@ -123,8 +124,8 @@ def _is_lock_timeout(exc: BaseException) -> bool:
 def _replay(record: Any, fp: str, key: str, operation: str) -> Outcome:
     if record.fingerprint != fp:
         raise IdempotencyKeyReused(
-            f"idempotency key {key!r} was already used for a different {operation} request; "
-            "use a new key for a different request"
+            said("idempotency key {key!r} was already used for a different {operation} request; use a new key for "
+                 "a different request", key=key, operation=operation)
         )
     body = record.response_body
     if "error" in body and record.response_status >= 400:
@@ -164,10 +165,12 @@ def run_idempotent(
         except Exception as exc:
             if _is_lock_timeout(exc):
                 raise IdempotencyInProgress(
-                    f"a request with idempotency key {key!r} is still in progress; retry the same request shortly"
+                    said("a request with idempotency key {key!r} is still in progress; retry the same request "
+                         "shortly", key=key)
                 ) from exc
             raise
-    raise IdempotencyInProgress(f"a request with idempotency key {key!r} is still in progress; retry shortly")
+    raise IdempotencyInProgress(said("a request with idempotency key {key!r} is still in progress; retry shortly",
+                                     key=key))
 
 
 class _TwinCommitted(Exception):

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from anchorgpu.allocations.errors import InvalidQuantity
-from anchorgpu.errors import InvalidInput, UnknownEntity
+from anchorgpu.errors import InvalidInput, UnknownEntity, said
 from anchorgpu.store.uow import AbstractUnitOfWork
 from anchorgpu.units import MAX_TERM_HOURS, Term, quotable_term, require_whole_gpus
 from anchorgpu.validation import is_valid_id
@@ -22,7 +22,7 @@ Clock = Callable[[], datetime]
 def _now(clock: Clock) -> datetime:
     now = clock()
     if now.tzinfo is None:
-        raise InvalidInput("the clock must return timezone-aware datetimes (UTC)")
+        raise InvalidInput(said("the clock must return timezone-aware datetimes (UTC)"))
     return now
 
 
@@ -54,7 +54,9 @@ def _quantity(quantity: object) -> int:
     if isinstance(quantity, bool) or not isinstance(quantity, int) or not 1 <= quantity <= MAX_SERVERS_PER_QUOTE:
         if isinstance(quantity, float) and quantity.is_integer() and 1 <= quantity <= MAX_SERVERS_PER_QUOTE:
             return int(quantity)
-        raise InvalidQuantity(f"quantity {quantity!r}: a whole number of servers from 1 to {MAX_SERVERS_PER_QUOTE:,}")
+        raise InvalidQuantity(said("quantity {quantity!r}: a whole number of servers from 1 to "
+                                   "{MAX_SERVERS_PER_QUOTE:,}", quantity=quantity,
+                                   MAX_SERVERS_PER_QUOTE=MAX_SERVERS_PER_QUOTE))
     return quantity
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from anchorgpu.allocations.inputs import _catalog
 from anchorgpu.allocations.reads import get_allocation
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
+from anchorgpu.recipes._common import RECIPE_OPTION
 
 __all__ = ["allocation_recipe", "launch_workload"]
 
@@ -38,10 +39,41 @@ def launch_workload(workload: Any, launched: str) -> Any:
     return replace(workload, **reach)
 
 
+def named_as_kind(error: InvalidWorkload) -> InvalidWorkload:
+    """A launch's refusal as the allocation's faces name their option: ``--kind`` (the CLI's ``allocations recipe``),
+    which the API names as its ``kind`` parameter, not ``plan``'s ``--recipe``; the same line otherwise (its message
+    id kept, so a page in another language still has its words). Any other refusal is returned as it is.
+
+    >>> from anchorgpu.recipes import check_kind
+    >>> try:
+    ...     check_kind("deepspeed", task="inference")
+    ... except InvalidWorkload as exc:
+    ...     print(named_as_kind(exc))
+    --kind deepspeed: a training recipe for an inference plan (use vllm, sglang or trtllm)
+    """
+    line = error.said
+    if line is None or line.values.get("option") != RECIPE_OPTION:
+        return error
+    return InvalidWorkload(said(line.template, **{**line.values, "option": "--kind"}), code=error.code)
+
+
 def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: Any, kind: str, model: Any,
                       workload: Any, precision: Any = None, catalog: Any | None = None) -> dict[str, Any]:
     """``{allocation_id, offering, gpu, servers, gpus_per_server, plan{fits, headroom_bytes, total_bytes, layout},
-    recipe}`` for ``model`` (a loaded spec) running ``workload`` on the allocation."""
+    recipe}`` for ``model`` (a loaded spec) running ``workload`` on the allocation; a launch's refusal names the
+    allocation's ``--kind`` (:func:`named_as_kind`)."""
+    try:
+        return _allocation_recipe(uow, account_id=account_id, allocation_id=allocation_id, clock=clock, kind=kind,
+                                  model=model, workload=workload, precision=precision, catalog=catalog)
+    except InvalidWorkload as exc:
+        renamed = named_as_kind(exc)
+        if renamed is exc:
+            raise
+        raise renamed from exc
+
+
+def _allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: Any, kind: str, model: Any,
+                       workload: Any, precision: Any = None, catalog: Any | None = None) -> dict[str, Any]:
     from anchorgpu.architectures.spec import DiffusionPipelineSpec
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, plan
@@ -52,7 +84,8 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
     workload = launch_workload(workload, launched)
     body = get_allocation(uow, account_id=account_id, allocation_id=allocation_id, clock=clock)
     if body["state"] in ("terminated", "expired"):
-        raise InvalidWorkload(f"allocation {allocation_id} is {body['state']}: its servers are released",
+        raise InvalidWorkload(said("allocation {allocation_id} is {state}: its servers are released",
+                                   allocation_id=allocation_id, state=body['state']),
                               code="recipe_not_expressible")
     offering = _catalog(catalog).offering(body["offering"])
     servers = int(body["quantity"])

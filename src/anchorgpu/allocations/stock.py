@@ -10,6 +10,7 @@ from typing import Any
 from anchorgpu.allocations.domain import peak_servers
 from anchorgpu.allocations.errors import InvalidQuantity
 from anchorgpu.allocations.inputs import Clock, _catalog, _now
+from anchorgpu.errors import said
 from anchorgpu.store.uow import AbstractUnitOfWork
 
 __all__ = ["MAX_STOCK_SERVERS", "list_stock", "seed_stock", "set_stock"]
@@ -24,7 +25,8 @@ def set_stock(
     """Set the servers of ``offering`` in ``region`` (default: its first region). Lowering stock never
     cancels what was sold; it only limits new bookings. Returns ``{offering, region, stock, booked_now}``."""
     if isinstance(servers, bool) or not isinstance(servers, int) or not 0 <= servers <= MAX_STOCK_SERVERS:
-        raise InvalidQuantity(f"stock {servers!r}: must be a whole number of servers from 0 to {MAX_STOCK_SERVERS:,}")
+        raise InvalidQuantity(said("stock {servers!r}: must be a whole number of servers from 0 to "
+                                   "{MAX_STOCK_SERVERS:,}", servers=servers, MAX_STOCK_SERVERS=MAX_STOCK_SERVERS))
     shipped = _catalog(catalog)
     found = shipped.offering(offering)
     where = (region or found.region).strip().lower()
@@ -33,7 +35,8 @@ def set_stock(
     if where not in found.regions:
         from anchorgpu.quotes.errors import RegionNotOffered
 
-        raise RegionNotOffered(f"offering {found.id} is not listed in region {where!r} (listed: {', '.join(found.regions)})")
+        raise RegionNotOffered(said("offering {found_id} is not listed in region {where!r} (listed: {regions})",
+                                    found_id=found.id, where=where, regions=', '.join(found.regions)))
     now = _now(clock)
     with uow:
         uow.stock.set(found.id, where, servers, now)

@@ -25,7 +25,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
-from anchorgpu.errors import HubUnavailable, InvalidInput, UnknownModel, did_you_mean
+from anchorgpu.errors import HubUnavailable, InvalidInput, UnknownModel, did_you_mean, said
 
 __all__ = ["HUB_CACHE_SIZE", "HUB_CONCURRENCY", "HUB_TIMEOUT_S", "ServerPathRefused", "load_public_model", "server_offline"]
 
@@ -98,7 +98,8 @@ def load_public_model(ref: str, *, offline: bool, download: Any | None = None) -
 
     text = ref.strip()
     if not text:  # bad input, as load_model and the schema (for "") refuse it, not an unknown name
-        raise InvalidInput(f"model {ref!r}: the name is empty; give a registry name (see /v1/models) or a Hub id 'org/name'")
+        raise InvalidInput(said("model {ref!r}: the name is empty; give a registry name (see /v1/models) or a Hub "
+                                "id 'org/name'", ref=ref))
     if resolve(text) is not None:
         return load_model(text, offline=True)  # registry models never need the network
     if HUB_ID.match(text) and not text.endswith(".json"):
@@ -110,8 +111,8 @@ def load_public_model(ref: str, *, offline: bool, download: Any | None = None) -
             if offline:
                 known = did_you_mean(text.split("/", 1)[1], list_models())
                 hint = f"; did you mean {', '.join(repr(k) for k in known)}?" if known else ""
-                raise HubUnavailable(f"{text}: this server does not fetch models from the Hugging Face Hub; use a registry "
-                                     f"name (see /v1/models){hint}")
+                raise HubUnavailable(said("{text}: this server does not fetch models from the Hugging Face Hub; "
+                                          "use a registry name (see /v1/models){hint}", text=text, hint=hint))
             spec = _HUB.cached(text)
             if spec is None:
                 fetcher = download or _hub_download
@@ -119,5 +120,6 @@ def load_public_model(ref: str, *, offline: bool, download: Any | None = None) -
                 _HUB.remember(text, spec)
             return spec
     if text.endswith(".json") or "/" in text or "\\" in text or text.startswith((".", "~")):
-        raise ServerPathRefused(f"model {text!r}: the API takes a registry name (see /v1/models) or a Hub id 'org/name', not a file path")
+        raise ServerPathRefused(said("model {text!r}: the API takes a registry name (see /v1/models) or a Hub id "
+                                     "'org/name', not a file path", text=text))
     raise UnknownModel(text, did_you_mean(text, list_models()))

@@ -11,6 +11,7 @@ from typing import Any
 
 from anchorgpu.api.models_ref import load_public_model
 from anchorgpu.api.schemas import PlanRequest, RecommendRequest
+from anchorgpu.errors import said
 from anchorgpu.validation import comma_list
 
 __all__ = ["launch_json", "plan_inputs", "planned", "run_plan", "run_recommend"]
@@ -170,16 +171,18 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     if request.gpu is not None and not offerings:  # as the CLI's --gpu says it
         from anchorgpu.hardware import get_gpu
 
-        raise InvalidWorkload(f"gpu {request.gpu}: the catalog has no offering of {get_gpu(request.gpu).name}")
+        raise InvalidWorkload(said("gpu {gpu}: the catalog has no offering of {name}", gpu=request.gpu,
+                                   name=get_gpu(request.gpu).name))
     if not isinstance(model, ModelSpec):
         from anchorgpu.planner.workload_checks import validate_workload
         from anchorgpu.recommend.diffusion import recommend_diffusion
 
         if request.task not in ("inference", "diffusion"):
-            raise InvalidWorkload(f"{request.model} is a diffusion pipeline: task {request.task} does not apply")
+            raise InvalidWorkload(said("{model} is a diffusion pipeline: task {task} does not apply",
+                                       model=request.model, task=request.task))
         if request.engine not in (None, "vllm"):
-            raise InvalidWorkload(f"engine {request.engine} sizes a language model's serving engine; {request.model} "
-                                  "is a diffusion pipeline")
+            raise InvalidWorkload(said("engine {engine} sizes a language model's serving engine; {model} is a "
+                                       "diffusion pipeline", engine=request.engine, model=request.model))
         check_kv_cache_task(request.kv_cache, "diffusion")
         if request.recipe is not None:
             from anchorgpu.recipes import check_kind
@@ -193,10 +196,11 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
             model, diffusion, catalog, request.term, now, weights=request.weights, max_usd=request.max_usd,
             top=request.top, offerings=offerings))
     if request.task == "diffusion":
-        raise InvalidWorkload(f"task diffusion needs a diffusion pipeline; {request.model} is a language model")
+        raise InvalidWorkload(said("task diffusion needs a diffusion pipeline; {model} is a language model",
+                                   model=request.model))
     if request.images != 1 or request.resolution is not None or request.vae_tiling:
-        raise InvalidWorkload(f"images, resolution and vae_tiling apply to diffusion pipelines; {request.model} is a "
-                              "language model")
+        raise InvalidWorkload(said("images, resolution and vae_tiling apply to diffusion pipelines; {model} is a "
+                                   "language model", model=request.model))
     workload = workload_of(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
                            micro_batch=request.micro_batch,  # not given: the sweep picks 1, 2 or 4 per layout, as plan does
                            seq_tokens=request.seq, train_precision=request.train_precision,

@@ -17,7 +17,7 @@ from typing import Literal
 
 from anchorgpu.catalog._gpus import GpuResolver, canonical_gpu
 from anchorgpu.catalog.model import Catalog, Offering, OfferingKind
-from anchorgpu.errors import InvalidInput, UnknownEntity, did_you_mean
+from anchorgpu.errors import InvalidInput, UnknownEntity, did_you_mean, said
 
 __all__ = ["SORT_KEYS", "SortKey", "find_offerings", "gpu_hour_price", "offering_regions"]
 
@@ -67,14 +67,15 @@ def find_offerings(
     """
     pool = offerings.offerings if isinstance(offerings, Catalog) else tuple(offerings)
     if sort not in _SORTS:
-        raise InvalidInput(f"sort={sort!r}: expected one of {', '.join(SORT_KEYS)}")
+        raise InvalidInput(said("sort={sort!r}: expected one of {SORT_KEYS}", sort=sort,
+                                SORT_KEYS=', '.join(SORT_KEYS)))
     predicates: list[Callable[[Offering], bool]] = []
     if gpu is not None:
         canonical = (resolve_gpu or canonical_gpu)(gpu)
         predicates.append(lambda o: o.gpu == canonical)
     if min_gpus is not None:
         if min_gpus < 1:
-            raise InvalidInput(f"min_gpus={min_gpus}: must be at least 1")
+            raise InvalidInput(said("min_gpus={min_gpus}: must be at least 1", min_gpus=min_gpus))
         predicates.append(lambda o: o.gpus >= min_gpus)
     if max_usd_per_gpu_hour is not None:
         ceiling = _as_usd(max_usd_per_gpu_hour, "max_usd_per_gpu_hour")

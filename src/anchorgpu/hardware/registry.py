@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 
-from anchorgpu.errors import InvalidInput, PartialGpuRequested, UnknownGpu, did_you_mean
+from anchorgpu.errors import InvalidInput, PartialGpuRequested, UnknownGpu, did_you_mean, said
 from anchorgpu.hardware.loader import load_shipped_gpus, load_shipped_sources, normalize_name, strip_vendor
 from anchorgpu.hardware.spec import GpuSpec
 
@@ -63,10 +63,10 @@ class GpuIndex:
             words = partial_gpu_words(name)
             if words:
                 whole = self.find(_PARTIAL.sub(" ", name.lower()))
-                hint = f"; ask for the whole GPU instead: {whole.name}" if whole else ""
+                hint = said("; ask for the whole GPU instead: {whole}", whole=whole.name) if whole else ""
                 raise PartialGpuRequested(
-                    f"GPU {name!r} names a share of a GPU ({', '.join(words)}): AnchorGPU rents whole GPUs only "
-                    f"(no MIG slices, vGPU or time-slicing){hint}"
+                    said("GPU {name!r} names a share of a GPU ({words}): AnchorGPU rents whole GPUs only (no MIG "
+                         "slices, vGPU or time-slicing){hint}", name=name, words=', '.join(words), hint=hint)
                 )
             raise UnknownGpu(name, self.suggest(name))
         return gpu
@@ -115,7 +115,8 @@ def get_gpu(name: str) -> GpuSpec:
     '141 GB'
     """
     if isinstance(name, str) and not name.strip():  # bad input, not a name that was looked up
-        raise InvalidInput(f"GPU {name!r}: the name is empty; give a GPU name or alias, e.g. h100 (`anchorgpu gpus`, /v1/gpus)")
+        raise InvalidInput(said("GPU {name!r}: the name is empty; give a GPU name or alias, e.g. h100 (`anchorgpu "
+                                "gpus`, /v1/gpus)", name=name))
     return gpu_index().get(name)
 
 

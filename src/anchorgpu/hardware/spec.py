@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
 
+from anchorgpu.errors import said
+
 __all__ = ["GpuSpec", "Peak", "PeakStatus", "Precision", "PRECISIONS"]
 
 Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp8", "int8", "fp4"]
@@ -138,10 +140,12 @@ class GpuSpec:
         if precision not in ("fp8", "fp4"):
             return None
         if not self.computes_in(precision):
-            return f"--train-precision {precision}: {self.name} has no {precision.upper()} tensor cores"
+            return said("--train-precision {precision}: {self_name} has no {upper} tensor cores", precision=precision,
+                        self_name=self.name, upper=precision.upper())
         if self.training_stack(precision) is None:
-            return (f"--train-precision {precision}: no training framework runs {precision.upper()} training on "
-                    f"{self.name} (it serves {precision.upper()} formats, but trains in bf16 or fp8 where they run)")
+            return (said("--train-precision {precision}: no training framework runs {upper} training on "
+                         "{self_name} (it serves {upper} formats, but trains in bf16 or fp8 where they run)",
+                         precision=precision, upper=precision.upper(), self_name=self.name))
         return None
 
     def peak_flops_per_s(self, precision: str) -> float | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict, cast
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.inputs import Engine, EngineSource, TrainStack
 
 if TYPE_CHECKING:
@@ -40,8 +40,13 @@ def engine_refusal(engine: str, gpus: Iterable[GpuSpec], source: EngineSource = 
         return None
     other = sorted({gpu.name for gpu in gpus if gpu.vendor not in runs_on})
     option = "--recipe" if source == "recipe" else "--engine"
-    named, vendors = ("TensorRT-LLM", "NVIDIA GPUs") if engine == "trtllm" else ("SGLang", "NVIDIA and AMD GPUs")
-    return f"{option} {engine}: {named} runs on {vendors} only, not {', '.join(other)}" if other else None
+    if not other:
+        return None
+    if engine == "trtllm":
+        return said("{option} {engine}: TensorRT-LLM runs on NVIDIA GPUs only, not {other}", option=option,
+                    engine=engine, other=", ".join(other))
+    return said("{option} {engine}: SGLang runs on NVIDIA and AMD GPUs only, not {other}", option=option,
+                engine=engine, other=", ".join(other))
 
 
 def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: GpuSpec,
@@ -83,28 +88,31 @@ def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: G
     """
     if engine in ("vllm", "sglang") and weights == "nvfp4" and moe and gpu.vendor == "AMD":
         named = "vLLM" if engine == "vllm" else "SGLang"
-        said = (f"the default engine ({named})" if source == "default" else  # never an --engine nobody typed
+        chosen = (f"the default engine ({named})" if source == "default" else  # never an --engine nobody typed
                 f"{'--recipe' if source == 'recipe' else '--engine'} {engine}")
-        return (f"{said} with nvfp4 weights on {gpu.name}: on AMD GPUs {named} reads an NVFP4 checkpoint "
-                "through Petit, whose kernels take linear layers only, not a mixture of experts' fused layers")
+        return (said("{chosen} with nvfp4 weights on {gpu_name}: on AMD GPUs {named} reads an NVFP4 checkpoint "
+                     "through Petit, whose kernels take linear layers only, not a mixture of experts' fused layers",
+                     chosen=chosen, gpu_name=gpu.name, named=named))
     option = "--recipe trtllm" if source == "recipe" else "--engine trtllm"
     if engine == "trtllm" and (weights.startswith("gguf-") or weights.startswith("nf4")):
         kind = "GGUF file" if weights.startswith("gguf-") else "bitsandbytes NF4 checkpoint"
-        return (f"{option} with {weights} weights: TensorRT-LLM loads no {kind} (its quantization recipes are FP8, "
-                "FP4, INT4 AWQ and GPTQ, INT8 weight-only and SmoothQuant)")
+        return (said("{option} with {weights} weights: TensorRT-LLM loads no {kind} (its quantization recipes are "
+                     "FP8, FP4, INT4 AWQ and GPTQ, INT8 weight-only and SmoothQuant)", option=option, weights=weights,
+                     kind=kind))
     if engine != "trtllm" or native is None:
         return None
     if native == "fp8":
-        why = None if gpu.fp8_hardware else "FP8 weights only on GPUs with FP8 tensor cores"
+        why = None if gpu.fp8_hardware else said("FP8 weights only on GPUs with FP8 tensor cores")
     elif weights == "nvfp4":
-        why = None if "NVFP4" in gpu.fp4_formats else "NVFP4 weights on Blackwell GPUs only"
+        why = None if "NVFP4" in gpu.fp4_formats else said("NVFP4 weights on Blackwell GPUs only")
     elif weights == "mxfp4":
         major = (gpu.compute_capability or "0").split(".")[0]
         why = None if "MXFP4" in gpu.fp4_formats or (major.isdigit() and int(major) >= 9) else (
-            "MXFP4 weights on Hopper and Blackwell GPUs only")
+            said("MXFP4 weights on Hopper and Blackwell GPUs only"))
     else:
         why = None
-    return None if why is None else f"{option} with {weights} weights: TensorRT-LLM runs {why}, not {gpu.name}"
+    return None if why is None else said("{option} with {weights} weights: TensorRT-LLM runs {why}, not {gpu}",
+                                         option=option, weights=weights, why=why, gpu=gpu.name)
 
 
 def resolve_engine(engine: str | None, recipe: str | None = None) -> Engine:
@@ -240,5 +248,6 @@ def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | No
     if engine != "vllm":  # TensorRT-LLM's max_batch_size and max_num_tokens, SGLang's max_running_requests and
         return  # chunked_prefill_size, are independent
     if max_num_seqs is not None and max_num_batched_tokens is not None and max_num_seqs > max_num_batched_tokens:
-        raise InvalidWorkload(f"max-num-seqs {max_num_seqs:,} exceeds max-num-batched-tokens "
-                              f"{max_num_batched_tokens:,}: vLLM refuses to start that way")
+        raise InvalidWorkload(said("max-num-seqs {max_num_seqs:,} exceeds max-num-batched-tokens "
+                                   "{max_num_batched_tokens:,}: vLLM refuses to start that way",
+                                   max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens))

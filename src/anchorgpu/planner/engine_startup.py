@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from anchorgpu.errors import said
 from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, Overheads
 from anchorgpu.planner.terms import context_bytes
 from anchorgpu.units import fmt_bytes
@@ -57,9 +58,10 @@ def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None,
     own = context_bytes(gpu, ov)
     context = (f"its {runtime} context" if own == context_bytes(gpu, Overheads())
                else f"the {runtime} context of --cuda-context-mib {own // 2**20:,}")
-    return (f"{given}: vLLM asks for {fmt_bytes(util * gpu.memory_bytes)} free at start-up on {gpu.name}, where "
-            f"{context} leaves {fmt_bytes(free)}, and refuses to start (\"Free memory on device ... is less than desired "
-            f"GPU memory utilization\"); at most {most:g} here")
+    return (said("{given}: vLLM asks for {fmt_bytes} free at start-up on {gpu_name}, where {context} leaves "
+                 '{free}, and refuses to start ("Free memory on device ... is less than desired GPU memory '
+                 'utilization"); at most {most:g} here', given=given, fmt_bytes=fmt_bytes(util * gpu.memory_bytes),
+                 gpu_name=gpu.name, context=context, free=fmt_bytes(free), most=most))
 
 
 def sglang_derived_fraction_refusal(fraction: float, derived: bool, reserve_mib: float, gpu_mib: float,
@@ -76,9 +78,11 @@ def sglang_derived_fraction_refusal(fraction: float, derived: bool, reserve_mib:
     """
     if not derived or fraction > 0:
         return None
-    return (f"--max-num-batched-tokens {chunk_tokens:,}: SGLang reserves {fmt_bytes(reserve_mib * 2**20)} for a prefill "
-            f"chunk of {chunk_tokens:,} tokens and its CUDA graphs, more than the GPU's {fmt_bytes(gpu_mib * 2**20)}, so "
-            f"its mem_fraction_static would be {fraction:g} and nothing else fits; lower --max-num-batched-tokens")
+    return (said("--max-num-batched-tokens {chunk_tokens:,}: SGLang reserves {fmt_bytes} for a prefill chunk of "
+                 "{chunk_tokens:,} tokens and its CUDA graphs, more than the GPU's {fmt_bytes2}, so its "
+                 "mem_fraction_static would be {fraction:g} and nothing else fits; lower --max-num-batched-tokens",
+                 chunk_tokens=chunk_tokens, fmt_bytes=fmt_bytes(reserve_mib * 2**20),
+                 fmt_bytes2=fmt_bytes(gpu_mib * 2**20), fraction=fraction))
 
 
 def sglang_reserve_bytes(fraction: float, start_free_bytes: int) -> int:
@@ -121,10 +125,11 @@ def sglang_reserve_refusal(fraction: float, derived: bool, start_free_bytes: int
         return None
     given = (f"mem_fraction_static {fraction:g} (SGLang's default here)" if derived
              else f"--gpu-memory-utilization {fraction:g}")
-    return (f"{given}: SGLang's KV pool would leave {fmt_bytes(reserve)} outside mem_fraction_static for the "
-            f"{fmt_bytes(prefill_bytes)} prefill peak of a chunk of {chunk_tokens:,} tokens, and the first full chunk would "
-            f"run out of memory; at most {sglang_most_fraction(start_free_bytes, prefill_bytes):g} here (or lower "
-            "--max-num-batched-tokens)")
+    return (said("{given}: SGLang's KV pool would leave {reserve} outside mem_fraction_static for the "
+                 "{prefill_bytes} prefill peak of a chunk of {chunk_tokens:,} tokens, and the first full chunk "
+                 "would run out of memory; at most {start_free_bytes:g} here (or lower --max-num-batched-tokens)",
+                 given=given, reserve=fmt_bytes(reserve), prefill_bytes=fmt_bytes(prefill_bytes),
+                 chunk_tokens=chunk_tokens, start_free_bytes=sglang_most_fraction(start_free_bytes, prefill_bytes)))
 
 
 def longest_one_sequence(plan: Plan, planned_ctx: int) -> int:

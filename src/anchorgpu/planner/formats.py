@@ -29,7 +29,7 @@ from typing import Literal
 
 from anchorgpu.architectures.quantization import QuantStorage, ShippedQuantization, storage_for_name
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 
 __all__ = [
     "WEIGHT_FORMATS",
@@ -172,8 +172,9 @@ def get_format(name: str) -> WeightFormat:
     storage = storage_for_name(key)
     if storage is not None:
         return _from_storage(storage)
-    raise InvalidWorkload(f"unknown weight format {name!r}; valid: {', '.join(WEIGHT_FORMATS)}, fp8-blockRxC, "
-                          "fp8-channel, int4-gptq-gN, int4-awq-gN, int4-sym-gN (and 'shipped')")
+    raise InvalidWorkload(said("unknown weight format {name!r}; valid: {WEIGHT_FORMATS}, fp8-blockRxC, "
+                               "fp8-channel, int4-gptq-gN, int4-awq-gN, int4-sym-gN (and 'shipped')", name=name,
+                               WEIGHT_FORMATS=', '.join(WEIGHT_FORMATS)))
 
 
 def _from_storage(storage: QuantStorage, shipped: ShippedQuantization | None = None) -> WeightFormat:

@@ -25,7 +25,7 @@ layout, and the plan's assumptions then say so (:func:`batch_timed_line`).
 
 from __future__ import annotations
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 
 BATCH_TIMED_LABEL = "global batch timed"
 """How the assumption that says which global batch a training step is timed with begins (:func:`batch_timed_line`)."""
@@ -49,11 +49,19 @@ def whole_sequences_refusal(batch_tokens: int, seq_tokens: int) -> str | None:
         return None
     below = batch_tokens // seq_tokens
     if below == 0:
-        return (f"--global-batch {batch_tokens:,} tokens is less than one sequence of {seq_tokens:,} tokens; the "
-                f"smallest whole batch is {seq_tokens:,} tokens")
-    return (f"--global-batch {batch_tokens:,} tokens is not a whole number of {seq_tokens:,}-token sequences "
-            f"({_fraction(batch_tokens, seq_tokens)} of them); the nearest whole batches are {below * seq_tokens:,} tokens "
-            f"({below} sequence{'' if below == 1 else 's'}) and {(below + 1) * seq_tokens:,} tokens ({below + 1})")
+        return said("--global-batch {batch_tokens:,} tokens is less than one sequence of {seq_tokens:,} tokens; "
+                    "the smallest whole batch is {seq_tokens:,} tokens", batch_tokens=batch_tokens,
+                    seq_tokens=seq_tokens)
+    values = {"batch_tokens": batch_tokens, "seq_tokens": seq_tokens, "sequences": _fraction(batch_tokens, seq_tokens),
+              "below_tokens": below * seq_tokens, "below": below, "above_tokens": (below + 1) * seq_tokens,
+              "above": below + 1}
+    if below == 1:
+        return said("--global-batch {batch_tokens:,} tokens is not a whole number of {seq_tokens:,}-token sequences "
+                    "({sequences} of them); the nearest whole batches are {below_tokens:,} tokens (1 sequence) and "
+                    "{above_tokens:,} tokens ({above})", **values)
+    return said("--global-batch {batch_tokens:,} tokens is not a whole number of {seq_tokens:,}-token sequences "
+                "({sequences} of them); the nearest whole batches are {below_tokens:,} tokens ({below} sequences) "
+                "and {above_tokens:,} tokens ({above})", **values)
 
 
 def _fraction(batch_tokens: int, seq_tokens: int) -> str:
@@ -86,15 +94,20 @@ def splits(batch_tokens: int, *, dp: int, micro_batch: int, seq_tokens: int) -> 
 def _stated(batch_tokens: int, seq_tokens: int) -> str:
     """``--global-batch N tokens (n sequences of s)``, as the refusals name a stated batch of whole sequences."""
     n = batch_tokens // seq_tokens
-    return f"--global-batch {batch_tokens:,} tokens ({n:,} sequence{'s' if n != 1 else ''} of {seq_tokens:,})"
+    if n == 1:
+        return said("--global-batch {batch_tokens:,} tokens (1 sequence of {seq_tokens:,})", batch_tokens=batch_tokens,
+                    seq_tokens=seq_tokens)
+    return said("--global-batch {batch_tokens:,} tokens ({sequences:,} sequences of {seq_tokens:,})",
+                batch_tokens=batch_tokens, sequences=n, seq_tokens=seq_tokens)
 
 
 def _nearest(batch_tokens: int, round_tokens: int) -> str:
     """The nearest multiples of ``round_tokens`` either side of ``batch_tokens`` (the smallest, when it is below)."""
     below = batch_tokens // round_tokens * round_tokens
     if below == 0:
-        return f"the smallest batch that does is {round_tokens:,} tokens"
-    return f"the nearest batches that do are {below:,} and {below + round_tokens:,} tokens"
+        return said("the smallest batch that does is {round_tokens:,} tokens", round_tokens=round_tokens)
+    return said("the nearest batches that do are {below:,} and {above:,} tokens", below=below,
+                above=below + round_tokens)
 
 
 def split_refusal(batch_tokens: int, *, dp: int, micro_batch: int, seq_tokens: int, cp: int = 1) -> str | None:
@@ -112,12 +125,17 @@ def split_refusal(batch_tokens: int, *, dp: int, micro_batch: int, seq_tokens: i
     round_tokens = dp * micro_batch * seq_tokens
     if batch_tokens % round_tokens == 0:
         return None
-    head = _stated(batch_tokens, seq_tokens)
-    what = (" is smaller than one micro-batch per data-parallel rank:" if batch_tokens < round_tokens
-            else " does not split into whole micro-batches over")
-    shared = f"; the {cp} CP ranks of a data-parallel rank share each sequence" if cp > 1 else ""
-    return (f"{head}{what} DP {dp} x micro-batch {micro_batch} ({dp * micro_batch:,} sequences, {round_tokens:,} "
-            f"tokens a round{shared}); {_nearest(batch_tokens, round_tokens)}")
+    stated, nearest = _stated(batch_tokens, seq_tokens), _nearest(batch_tokens, round_tokens)
+    shared = said("; the {cp} CP ranks of a data-parallel rank share each sequence", cp=cp) if cp > 1 else ""
+    if batch_tokens < round_tokens:
+        return said("{stated} is smaller than one micro-batch per data-parallel rank: DP {dp} x micro-batch "
+                    "{micro_batch} ({sequences:,} sequences, {round_tokens:,} tokens a round{shared}); {nearest}",
+                    stated=stated, dp=dp, micro_batch=micro_batch, sequences=dp * micro_batch,
+                    round_tokens=round_tokens, shared=shared, nearest=nearest)
+    return said("{stated} does not split into whole micro-batches over DP {dp} x micro-batch {micro_batch} "
+                "({sequences:,} sequences, {round_tokens:,} tokens a round{shared}); {nearest}", stated=stated, dp=dp,
+                micro_batch=micro_batch, sequences=dp * micro_batch, round_tokens=round_tokens, shared=shared,
+                nearest=nearest)
 
 
 def check_split(batch_tokens: int | None, *, dp: int, micro_batch: int, seq_tokens: int, cp: int = 1) -> int:
@@ -149,9 +167,10 @@ def unsplit_by_any_refusal(batch_tokens: int, tried: list[tuple[int, int]], seq_
     """
     pairs = sorted(set(tried), key=lambda p: (p[0] * p[1], p))
     dp, mb = pairs[0]
-    return (f"{_stated(batch_tokens, seq_tokens)} splits into whole micro-batches for no layout of the {gpus:,} GPUs: DP x micro-batch tried "
-            + ", ".join(f"{d:,} x {m}" for d, m in pairs)
-            + f"; over DP {dp:,} x micro-batch {mb} {_nearest(batch_tokens, dp * mb * seq_tokens)}")
+    return said("{stated} splits into whole micro-batches for no layout of the {gpus:,} GPUs: DP x micro-batch tried "
+                "{tried}; over DP {dp:,} x micro-batch {micro_batch} {nearest}", stated=_stated(batch_tokens, seq_tokens),
+                gpus=gpus, tried=", ".join(f"{d:,} x {m}" for d, m in pairs), dp=dp, micro_batch=mb,
+                nearest=_nearest(batch_tokens, dp * mb * seq_tokens))
 
 
 def unfit_fallback_refusal(batch_tokens: int, *, dp: int, micro_batch: int, seq_tokens: int, gpu_name: str) -> str:
@@ -161,9 +180,10 @@ def unfit_fallback_refusal(batch_tokens: int, *, dp: int, micro_batch: int, seq_
     >>> unfit_fallback_refusal(12 * 4096, dp=8, micro_batch=1, seq_tokens=4096, gpu_name="l40s")
     '--global-batch 49,152 tokens (12 sequences of 4,096): no layout tried that splits it into whole micro-batches fits l40s, and the plain DP 8 x micro-batch 1 a plan shows in its place does not split it; the nearest batches that do are 32,768 and 65,536 tokens'
     """
-    return (f"{_stated(batch_tokens, seq_tokens)}: no layout tried that splits it into whole micro-batches fits "
-            f"{gpu_name}, and the plain DP {dp} x micro-batch {micro_batch} a plan shows in its place does not split "
-            f"it; {_nearest(batch_tokens, dp * micro_batch * seq_tokens)}")
+    return said("{stated}: no layout tried that splits it into whole micro-batches fits {gpu_name}, and the plain DP "
+                "{dp} x micro-batch {micro_batch} a plan shows in its place does not split it; {nearest}",
+                stated=_stated(batch_tokens, seq_tokens), gpu_name=gpu_name, dp=dp, micro_batch=micro_batch,
+                nearest=_nearest(batch_tokens, dp * micro_batch * seq_tokens))
 
 
 def batch_timed_line(timed_tokens: int, *, stated: bool, default_tokens: int, microbatches: int, dp: int,

@@ -10,7 +10,7 @@ import math
 from dataclasses import replace
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
@@ -102,12 +102,19 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         if not w.allow_long_context:
             # the image tokens a sized request carries on top of its text are named, as the user typed neither sum
             images = ctx - text_ctx
-            kind = "image placeholder" if media.cross_tokens else "image"  # mllama: one text token an image
-            what = f"{text_ctx:,} text + {images:,} {kind} tokens = {ctx:,}" if images > 0 else f"context {ctx:,}"
-            fewer = ("" if images <= 0 else ", or fewer or smaller images" if w.images_per_request is not None
-                     else ", or --images-per-request 0 for text only: a vision model's request has 1 image by default")
-            raise InvalidWorkload(f"{what} exceeds {model.name}'s limit of {limit:,} tokens (add --allow-long-context "
-                                  f"to plan anyway{fewer})")
+            if images <= 0:
+                what = said("context {ctx:,}", ctx=ctx)
+            elif media.cross_tokens:  # mllama: one text token an image
+                what = said("{text:,} text + {images:,} image placeholder tokens = {ctx:,}", text=text_ctx, images=images,
+                            ctx=ctx)
+            else:
+                what = said("{text:,} text + {images:,} image tokens = {ctx:,}", text=text_ctx, images=images, ctx=ctx)
+            fewer = ("" if images <= 0 else said(", or fewer or smaller images") if w.images_per_request is not None
+                     else said(", or --images-per-request 0 for text only: a vision model's request has 1 image by "
+                               "default"))
+            raise InvalidWorkload(said("{what} exceeds {model_name}'s limit of {limit:,} tokens (add "
+                                       "--allow-long-context to plan anyway{fewer})", what=what,
+                                       model_name=model.name, limit=limit, fewer=fewer))
         warnings.append(make_warning("context_beyond_model_limit", f"context {ctx:,} > model limit {limit:,}"))
     concurrency = w.concurrency or 1
     if w.concurrency is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from anchorgpu.errors import said
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.units import GIB, MIB
 
@@ -90,7 +91,7 @@ def task_hint(task: object) -> str:
     ("; did you mean 'inference'?", "; did you mean 'train'?", '')
     """
     meant = task_meant(task)
-    return f"; did you mean {meant!r}?" if meant else ""
+    return said("; did you mean {choices}?", choices=repr(meant)) if meant else ""
 
 
 TRAINING_TASKS: tuple[Task, ...] = ("train", "lora", "qlora")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner._frozen import field_getter
 from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tokens
@@ -59,13 +59,17 @@ def tp_is_valid(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> bool:
 def check_tp(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> None:
     if isinstance(model, DiffusionPipelineSpec):
         if tp > 1:
-            raise InvalidWorkload("tp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
+            raise InvalidWorkload(said("tp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use "
+                                       "--gpus)"))
         return
     if model.num_attention_heads % tp:
-        raise InvalidWorkload(f"--tp {tp} does not divide the {model.num_attention_heads} attention heads of {model.name}")
+        raise InvalidWorkload(said("--tp {tp} does not divide the {num_attention_heads} attention heads of "
+                                   "{model_name}", tp=tp, num_attention_heads=model.num_attention_heads,
+                                   model_name=model.name))
     if not tp_is_valid(model, tp):
         raise InvalidWorkload(
-            f"--tp {tp} with {model.num_kv_heads} KV heads: TP must divide the KV heads or be a multiple of them")
+            said("--tp {tp} with {num_kv_heads} KV heads: TP must divide the KV heads or be a multiple of them",
+                 tp=tp, num_kv_heads=model.num_kv_heads))
 
 
 def default_tp(model: ModelSpec | DiffusionPipelineSpec, gpus: int) -> int:
@@ -124,14 +128,15 @@ def check_layout_for_model(model: ModelSpec, layout: Layout, workload: Workload)
             raise InvalidWorkload(interleaving)
     ep = layout.ep or 1
     if ep > 1 and model.moe is None:
-        raise InvalidWorkload(f"--ep {ep}: expert parallelism needs a mixture-of-experts model")
+        raise InvalidWorkload(said("--ep {ep}: expert parallelism needs a mixture-of-experts model", ep=ep))
     if ep > 1 and model.moe is not None and model.moe.num_experts % ep:
-        raise InvalidWorkload(f"--ep {ep} does not divide the {model.moe.num_experts} experts of {model.name}")
+        raise InvalidWorkload(said("--ep {ep} does not divide the {num_experts} experts of {model_name}", ep=ep,
+                                   num_experts=model.moe.num_experts, model_name=model.name))
     if workload.task in ("train", "lora", "qlora") and model.moe is not None and layout.tp_overlap \
             and layout.sequence_parallel is False:
-        raise InvalidWorkload("--tp-overlap with --no-sequence-parallel on a mixture of experts: the overlap needs "
-                              "TP 2 or more, and a mixture of experts under TP needs sequence parallelism (Megatron-LM "
-                              "refuses it without); drop one of them")
+        raise InvalidWorkload(said("--tp-overlap with --no-sequence-parallel on a mixture of experts: the overlap "
+                                   "needs TP 2 or more, and a mixture of experts under TP needs sequence "
+                                   "parallelism (Megatron-LM refuses it without); drop one of them"))
 
 
 def check_layout_counts(layout: Layout) -> int | None:
@@ -141,12 +146,12 @@ def check_layout_counts(layout: Layout) -> int | None:
     if not _layout_counts_ok(layout):  # the usual case passes without a tuple of the values
         check_counts(_LAYOUT_COUNTS, _layout_counts(layout))
     if layout.fsdp and layout.zero in (0, 1, 2):  # FSDP is planned as ZeRO-3, whatever stage was asked
-        raise InvalidWorkload(f"--zero {layout.zero} with --fsdp: FSDP FULL_SHARD shards parameters, gradients and "
-                              "optimizer state as ZeRO-3 does; drop --zero or give --zero 3")
+        raise InvalidWorkload(said("--zero {zero} with --fsdp: FSDP FULL_SHARD shards parameters, gradients and "
+                                   "optimizer state as ZeRO-3 does; drop --zero or give --zero 3", zero=layout.zero))
     gpus = layout.gpus
     if gpus is not None and (type(gpus) is not int or gpus < 1):  # the usual case needs no further check
         if not isinstance(gpus, bool) and gpus == 0:
-            raise InvalidWorkload("--gpus 0: at least one GPU is needed")
+            raise InvalidWorkload(said("--gpus 0: at least one GPU is needed"))
         gpus = require_whole_gpus(gpus)
     return gpus
 
@@ -188,12 +193,12 @@ def sharded_pipeline_refusal(train_stack: str, pp: int, zero: int, *, fsdp: bool
     if pp <= 1 or train_stack == "pytorch" or zero not in (2, 3):
         return None
     if zero == 2 and not fsdp:
-        return (f"--zero 2 with --pp {pp}: Megatron's ZeRO-2 is Megatron-FSDP (optim_grads), which runs no pipeline "
-                "stages; Megatron-Core's distributed optimizer runs with them as ZeRO-1 (optimizer state sharded, "
-                "gradients kept whole): give --zero 1 with the stages, or --pp 1")
-    return (f"{'--fsdp' if fsdp else '--zero 3'} with --pp {pp}: Megatron-FSDP runs no pipeline stages; give "
-            "--train-stack pytorch (FSDP2 under torch.distributed.pipelining, as torchtitan runs it), --zero 1 with "
-            "the stages, or --pp 1")
+        return (said("--zero 2 with --pp {pp}: Megatron's ZeRO-2 is Megatron-FSDP (optim_grads), which runs no "
+                     "pipeline stages; Megatron-Core's distributed optimizer runs with them as ZeRO-1 (optimizer "
+                     "state sharded, gradients kept whole): give --zero 1 with the stages, or --pp 1", pp=pp))
+    return (said("{value} with --pp {pp}: Megatron-FSDP runs no pipeline stages; give --train-stack pytorch "
+                 "(FSDP2 under torch.distributed.pipelining, as torchtitan runs it), --zero 1 with the stages, or "
+                 "--pp 1", value='--fsdp' if fsdp else '--zero 3', pp=pp))
 
 
 def vllm_ep_below_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
@@ -206,10 +211,10 @@ def vllm_ep_below_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
     '--ep 2 with TP 8 on vLLM (the default engine): its --enable-'
     """
     which = {"default": "vLLM (the default engine)", "recipe": "vLLM (the recipe's engine)"}.get(engine_source, "vLLM")
-    return (f"--ep {ep} with TP {tp} on {which}: its --enable-expert-parallel splits the experts over EP = TP x DP, "
-            f"so an EP smaller than TP does not launch; give --engine trtllm or sglang (EP {ep} x expert TP "
-            f"{tp // ep}), --ep {tp} or --tp {ep} (EP equal to TP), an EP wider than TP (attention data parallelism), "
-            "or leave --ep out")
+    return (said("--ep {ep} with TP {tp} on {which}: its --enable-expert-parallel splits the experts over EP = TP "
+                 "x DP, so an EP smaller than TP does not launch; give --engine trtllm or sglang (EP {ep} x "
+                 "expert TP {value}), --ep {tp} or --tp {ep} (EP equal to TP), an EP wider than TP (attention "
+                 "data parallelism), or leave --ep out", ep=ep, tp=tp, which=which, value=tp // ep))
 
 
 def trtllm_attention_dp_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
@@ -223,38 +228,43 @@ def trtllm_attention_dp_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
     >>> trtllm_attention_dp_tp_refusal(8, 2, "given")[:72]
     '--ep 8 with TP 2 on TensorRT-LLM: an EP wider than TP is attention data '
     """
-    which = "TensorRT-LLM (the recipe's engine)" if engine_source == "recipe" else "TensorRT-LLM"
-    return (f"--ep {ep} with TP {tp} on {which}: an EP wider than TP is attention data parallelism, whose "
-            "enable_attention_dp runs each GPU's attention alone (TP 1), so attention replicas of TP "
-            f"{tp} do not launch; give --tp 1 (TP 1 replicas, EP {ep}), --ep {tp} (EP inside TP), or --engine vllm "
-            "or sglang")
+    which = said("TensorRT-LLM (the recipe's engine)") if engine_source == "recipe" else "TensorRT-LLM"
+    return said("--ep {ep} with TP {tp} on {which}: an EP wider than TP is attention data parallelism, whose "
+                "enable_attention_dp runs each GPU's attention alone (TP 1), so attention replicas of TP {tp} do not "
+                "launch; give --tp 1 (TP 1 replicas, EP {ep}), --ep {tp} (EP inside TP), or --engine vllm or sglang",
+                ep=ep, tp=tp, which=which)
 
 
 def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                     assumptions: list[str]) -> ResolvedLayout:
     gpus = check_layout_counts(layout)
     if layout.zero not in (None, 0, 1, 2, 3):
-        raise InvalidWorkload(f"--zero {layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
+        raise InvalidWorkload(said("--zero {zero!r}: ZeRO stages are 0, 1, 2 and 3", zero=layout.zero))
     if layout.offload not in OFFLOADS:
-        raise InvalidWorkload(f"unknown offload {layout.offload!r}; valid: {', '.join(OFFLOADS)}")
+        raise InvalidWorkload(said("unknown offload {offload!r}; valid: {OFFLOADS}", offload=layout.offload,
+                                   OFFLOADS=', '.join(OFFLOADS)))
     training = workload.task in ("train", "lora", "qlora")
     if not training and (layout.zero is not None or layout.fsdp):  # --zero 0 too: inference shards nothing
-        raise InvalidWorkload("--zero and --fsdp shard training state; they do not apply to inference or diffusion")
+        raise InvalidWorkload(said("--zero and --fsdp shard training state; they do not apply to inference or "
+                                   "diffusion"))
     cp, v = layout.cp or 1, layout.virtual_stages or 1
     if not training and (cp > 1 or v > 1):
-        raise InvalidWorkload("--cp and --virtual-stages split training work; they do not apply to inference or diffusion")
+        raise InvalidWorkload(said("--cp and --virtual-stages split training work; they do not apply to inference "
+                                   "or diffusion"))
     if layout.ep_overlap and (workload.task != "train" or not isinstance(model, ModelSpec) or model.moe is None):
-        raise InvalidWorkload("--ep-overlap overlaps a mixture of experts' all-to-alls in training (--task train of a "
-                              "MoE model)")
+        raise InvalidWorkload(said("--ep-overlap overlaps a mixture of experts' all-to-alls in training (--task "
+                                   "train of a MoE model)"))
     if workload.task == "inference" and layout.offload != "none":
-        raise InvalidWorkload("--offload applies to training and diffusion; serving engines size offload separately")
+        raise InvalidWorkload(said("--offload applies to training and diffusion; serving engines size offload "
+                                   "separately"))
     if workload.task == "diffusion" and layout.offload == "optimizer":
-        raise InvalidWorkload("--offload optimizer applies to training; for diffusion use --offload params")
+        raise InvalidWorkload(said("--offload optimizer applies to training; for diffusion use --offload params"))
     ep_given = layout.ep or 1  # with no GPU count, the fewest GPUs whose stage an EP given splits over (as --tp N)
     if layout.tp is None and layout.pp is None and layout.dp is None:
         gpus = gpus or math.lcm(cp, ep_given)
         if gpus % cp:
-            raise InvalidWorkload(f"--gpus {gpus} is not a multiple of --cp {cp}: give a multiple of it")
+            raise InvalidWorkload(said("--gpus {gpus} is not a multiple of --cp {cp}: give a multiple of it",
+                                       gpus=gpus, cp=cp))
         tp = default_tp(model, gpus) if workload.task == "inference" else 1
         pp, dp = 1, gpus // (tp * cp)
         how = ("inference shards by TP across the GPUs of one server"
@@ -270,46 +280,52 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             if gpus is None:
                 gpus = split * (ep_given // math.gcd(ep_given, tp * cp))  # DP that makes the stage a multiple of EP
             if gpus % split:
-                raise InvalidWorkload(f"--gpus {gpus} is not a multiple of {_split_text(tp, pp, cp)}: give --gpus as "
-                                      f"a multiple of {split}")
+                raise InvalidWorkload(said("--gpus {gpus} is not a multiple of {tp}: give --gpus as a multiple of "
+                                           "{split}", gpus=gpus, tp=_split_text(tp, pp, cp), split=split))
             dp = gpus // split
         else:
             dp = layout.dp
             if gpus is None:
                 gpus = split * dp
             elif gpus != split * dp:
-                raise InvalidWorkload(f"--gpus {gpus} but {_split_text(tp, pp, cp, dp)} GPUs: give --gpus "
-                                      f"{split * dp}, or leave it out (the split sets it), or change the split")
+                raise InvalidWorkload(said("--gpus {gpus} but {tp} GPUs: give --gpus {value}, or leave it out "
+                                           "(the split sets it), or change the split", gpus=gpus,
+                                           tp=_split_text(tp, pp, cp, dp), value=split * dp))
         if gpus > LIMITS["gpus"].high:  # each count within its bound, the GPUs they make together past --gpus's
-            raise InvalidWorkload(f"{_split_text(tp, pp, cp, dp)} GPUs: at most {LIMITS['gpus'].high:,} GPUs, the "
-                                  "bound of --gpus; give a smaller split")
+            raise InvalidWorkload(said("{split} GPUs: at most {most:,} GPUs, the bound of --gpus; give a smaller split",
+                                       split=_split_text(tp, pp, cp, dp), most=LIMITS["gpus"].high))
     check_tp(model, tp)
     if isinstance(model, ModelSpec) and pp > model.num_layers:
-        raise InvalidWorkload(f"--pp {pp} exceeds the {model.num_layers} layers of {model.name}")
+        raise InvalidWorkload(said("--pp {pp} exceeds the {num_layers} layers of {model_name}", pp=pp,
+                                   num_layers=model.num_layers, model_name=model.name))
     if isinstance(model, DiffusionPipelineSpec) and pp > 1:
-        raise InvalidWorkload("pp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
+        raise InvalidWorkload(said("pp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use "
+                                   "--gpus)"))
     if workload.recompute == "moe" and not (isinstance(model, ModelSpec) and model.moe is not None):
-        raise InvalidWorkload(f"--recompute moe recomputes a mixture of experts' MoE blocks; {model.name} has none "
-                              "(use selective or full)")
+        raise InvalidWorkload(said("--recompute moe recomputes a mixture of experts' MoE blocks; {model_name} has "
+                                   "none (use selective or full)", model_name=model.name))
     ep = layout.ep or 1
     if ep > 1:
         if not isinstance(model, ModelSpec) or model.moe is None:
-            raise InvalidWorkload(f"--ep {ep}: expert parallelism needs a mixture-of-experts model")
+            raise InvalidWorkload(said("--ep {ep}: expert parallelism needs a mixture-of-experts model", ep=ep))
         # EP folds over the TP, CP and DP ranks of a stage (Megatron-Core's MoE parallel folding: CP 8 and EP 8
         # on 8 GPUs, not 64)
         if model.moe.num_experts % ep:
-            raise InvalidWorkload(f"--ep {ep} does not divide the {model.moe.num_experts} experts of {model.name}")
+            raise InvalidWorkload(said("--ep {ep} does not divide the {num_experts} experts of {model_name}", ep=ep,
+                                       num_experts=model.moe.num_experts, model_name=model.name))
         if (tp * cp * dp) % ep:
             stage = tp * cp * dp
-            raise InvalidWorkload(f"--ep {ep} must divide the tp·{'cp·' if cp > 1 else ''}dp = {stage:,} "
-                                  f"GPU{'s' if stage > 1 else ''} of a stage")
+            raise InvalidWorkload(said("--ep {ep} must divide the tp·{value}dp = {stage:,} GPU{value2} of a stage",
+                                       ep=ep, value='cp·' if cp > 1 else '', stage=stage,
+                                       value2='s' if stage > 1 else ''))
         if not training and ep < tp and workload.engine == "vllm":
             raise InvalidWorkload(vllm_ep_below_tp_refusal(ep, tp, workload.engine_source))
         if not training and ep > tp > 1 and workload.engine == "trtllm":
             raise InvalidWorkload(trtllm_attention_dp_tp_refusal(ep, tp, workload.engine_source))
         if not training and ep < tp and tp % ep:  # the engines split each expert tp / ep ways (serving_expert_tp)
-            raise InvalidWorkload(f"--ep {ep} with TP {tp}: a serving EP smaller than TP splits each expert TP / EP "
-                                  f"ways (EP x expert TP = TP), so it must divide TP {tp}; give an EP that does")
+            raise InvalidWorkload(said("--ep {ep} with TP {tp}: a serving EP smaller than TP splits each expert "
+                                       "TP / EP ways (EP x expert TP = TP), so it must divide TP {tp}; give an EP "
+                                       "that does", ep=ep, tp=tp))
     zero = 3 if layout.fsdp else (layout.zero or 0)
     if training:
         refusal = sharded_pipeline_refusal(workload.train_stack, pp, zero, fsdp=layout.fsdp)
@@ -320,7 +336,8 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
 
             assumptions.append(LLAMA3_FSDP_LINE)
     if training and layout.offload == "params" and zero < 3:
-        raise InvalidWorkload("--offload params needs parameter sharding: add --zero 3 or --fsdp (ZeRO-Infinity, FSDP CPU offload)")
+        raise InvalidWorkload(said("--offload params needs parameter sharding: add --zero 3 or --fsdp "
+                                   "(ZeRO-Infinity, FSDP CPU offload)"))
     stated = None
     if layout.pipeline_layout is not None:
         stated = _pipeline_layout(model, layout, pp, training)
@@ -330,18 +347,20 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(interleaved)
     if isinstance(model, ModelSpec) and v > 1:
         if pp == 1:
-            raise InvalidWorkload(f"--virtual-stages {v} needs pipeline parallelism (--pp 2 or more)")
+            raise InvalidWorkload(said("--virtual-stages {v} needs pipeline parallelism (--pp 2 or more)", v=v))
         if stated is None and model.num_layers % (pp * v) and not counts_embedding_and_loss(model.num_layers, pp, v):
-            raise InvalidWorkload(f"--virtual-stages {v}: --pp {pp} x {v} does not divide the {model.num_layers} layers "
-                                  f"of {model.name}, nor {model.num_layers + 2} with the embedding and the loss "
-                                  "counted as layers (Megatron-Core's --account-for-embedding-in-pipeline-split "
-                                  "--account-for-loss-in-pipeline-split)")
+            raise InvalidWorkload(said("--virtual-stages {v}: --pp {pp} x {v} does not divide the {num_layers} "
+                                       "layers of {model_name}, nor {value} with the embedding and the loss "
+                                       "counted as layers (Megatron-Core's "
+                                       "--account-for-embedding-in-pipeline-split "
+                                       "--account-for-loss-in-pipeline-split)", v=v, pp=pp,
+                                       num_layers=model.num_layers, model_name=model.name, value=model.num_layers + 2))
         chunks = None if stated is not None else chunks_refusal(pp, v, model.num_layers, model.name)
         if chunks is not None:  # the speed model refuses it too: refused before the memory
             raise InvalidWorkload(chunks)
     if training and layout.tp_overlap and tp < 2:  # as --sequence-parallel with TP 1: a switch with nothing to act on
-        raise InvalidWorkload(f"--tp-overlap with TP {tp}: it overlaps tensor-parallel traffic with the products, and "
-                              "TP 1 has none; give --tp 2 or more, or drop --tp-overlap")
+        raise InvalidWorkload(said("--tp-overlap with TP {tp}: it overlaps tensor-parallel traffic with the "
+                                   "products, and TP 1 has none; give --tp 2 or more, or drop --tp-overlap", tp=tp))
     if training and isinstance(model, ModelSpec):
         seq = default_seq_tokens(workload, model.max_context_tokens)
         refusal = cp_split_refusal(cp, seq)
@@ -373,11 +392,13 @@ def _pipeline_layout(model: ModelSpec | DiffusionPipelineSpec, layout: Layout, p
     language model); the virtual stages follow from its chunks, or must match them when given."""
     text = layout.pipeline_layout
     if not isinstance(text, str):
-        raise InvalidWorkload(f"--pipeline-layout {text!r}: must be a layout string such as 'Et|(tt|)*30L'")
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: must be a layout string such as 'Et|(tt|)*30L'",
+                                   text=text))
     if not training or not isinstance(model, ModelSpec):
-        raise InvalidWorkload("--pipeline-layout splits a language model's layers for training; it does not apply to "
-                              "inference or diffusion")
+        raise InvalidWorkload(said("--pipeline-layout splits a language model's layers for training; it does not "
+                                   "apply to inference or diffusion"))
     if layout.pp is None:
-        raise InvalidWorkload(f"--pipeline-layout {text!r} needs --pp: the chunks are dealt over the pipeline ranks")
+        raise InvalidWorkload(said("--pipeline-layout {text!r} needs --pp: the chunks are dealt over the pipeline "
+                                   "ranks", text=text))
     return parse_pipeline_layout(text, pp=pp, virtual_stages=layout.virtual_stages, num_layers=model.num_layers,
                                  model_name=model.name)

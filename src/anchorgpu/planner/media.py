@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from anchorgpu.architectures.images import image_tokens, patches_per_image
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload
 from anchorgpu.planner.speed.flops import lm_head_params
@@ -72,21 +72,23 @@ def validate_media(model: ModelSpec | None, w: Workload) -> None:
     if n is None and res is None:  # the usual request: no images asked for, nothing to refuse for any model
         return
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > MAX_IMAGES_PER_REQUEST):
-        raise InvalidWorkload(f"--images-per-request {n!r}: must be a whole number from 0 to {MAX_IMAGES_PER_REQUEST:,}")
+        raise InvalidWorkload(said("--images-per-request {n!r}: must be a whole number from 0 to "
+                                   "{MAX_IMAGES_PER_REQUEST:,}", n=n, MAX_IMAGES_PER_REQUEST=MAX_IMAGES_PER_REQUEST))
     if res is not None and (len(res) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in res)
                             or min(res) < 1 or max(res) > MAX_IMAGE_SIDE):
         shown = "x".join(str(v) for v in res) if isinstance(res, tuple) else repr(res)
-        raise InvalidWorkload(f"image-resolution {shown}: expected WIDTHxHEIGHT in pixels, each from 1 to "
-                              f"{MAX_IMAGE_SIDE:,}")
+        raise InvalidWorkload(said("image-resolution {shown}: expected WIDTHxHEIGHT in pixels, each from 1 to "
+                                   "{MAX_IMAGE_SIDE:,}", shown=shown, MAX_IMAGE_SIDE=MAX_IMAGE_SIDE))
     if n == 0 and res is not None:  # the size of no image: it would be dropped, not planned
-        raise InvalidWorkload(f"--image-resolution {'x'.join(str(v) for v in res)} with --images-per-request 0: there is "
-                              "no image to size; drop one of them")
+        raise InvalidWorkload(said("--image-resolution {join} with --images-per-request 0: there is no image to "
+                                   "size; drop one of them", join='x'.join(str(v) for v in res)))
     if model is None or model.image is not None:
         return
     if (n or 0) > 0 or res is not None:
         kind = "an audio encoder-decoder" if model.encoder is not None and model.encoder.modality == "audio" \
             else "a text-only model"
-        raise InvalidWorkload(f"{model.name} takes no images ({kind}): drop --images-per-request/--image-resolution")
+        raise InvalidWorkload(said("{model_name} takes no images ({kind}): drop "
+                                   "--images-per-request/--image-resolution", model_name=model.name, kind=kind))
 
 
 def resolve_media(model: ModelSpec, w: Workload, assumptions: list[str], *, prompt_tokens: int) -> MediaLoad:
@@ -200,10 +202,16 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
     what = "image placeholder" if media.cross_tokens else "image"  # mllama: one token in the text per image
     if not sized and media.context_tokens + 2 > ctx:  # the images fill the window: no text token, no output token
         if not w.allow_long_context:
-            raise InvalidWorkload(f"{media.context_tokens:,} {what} tokens a request leave no room for a text prompt "
-                                  f"and an output token in {'the' if model is None else model.name + chr(39) + 's'} "
-                                  f"{ctx:,}-token context (fewer or smaller images, or add --allow-long-context to "
-                                  "plan anyway)")
+            window = (said("the {ctx:,}-token context", ctx=ctx) if model is None
+                      else said("{model}'s {ctx:,}-token context", model=model.name, ctx=ctx))
+            if media.cross_tokens:
+                raise InvalidWorkload(said("{tokens:,} image placeholder tokens a request leave no room for a text "
+                                           "prompt and an output token in {window} (fewer or smaller images, or add "
+                                           "--allow-long-context to plan anyway)", tokens=media.context_tokens,
+                                           window=window))
+            raise InvalidWorkload(said("{tokens:,} image tokens a request leave no room for a text prompt and an output "
+                                       "token in {window} (fewer or smaller images, or add --allow-long-context to plan "
+                                       "anyway)", tokens=media.context_tokens, window=window))
         sized = True  # planned anyway: the images on top of the window, past the model's limit
     if not sized:
         one = media.context_tokens == 1

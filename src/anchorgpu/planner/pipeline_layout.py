@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 
 __all__ = ["PipelineLayout", "busiest_rank_layers", "parse_pipeline_layout", "uneven_pipeline_layout"]
 
@@ -77,18 +77,22 @@ def _expand(text: str) -> str:
     for char in text:
         depth += (char == "(") - (char == ")")
         if depth < 0:
-            raise InvalidWorkload(f"--pipeline-layout {text!r}: a ')' closes no '(' (unbalanced parentheses)")
+            raise InvalidWorkload(said("--pipeline-layout {text!r}: a ')' closes no '(' (unbalanced parentheses)",
+                                       text=text))
         if depth > 1:
-            raise InvalidWorkload(f"--pipeline-layout {text!r}: nested parentheses; Megatron-Core expands one level")
+            raise InvalidWorkload(said("--pipeline-layout {text!r}: nested parentheses; Megatron-Core expands one "
+                                       "level", text=text))
     if depth:
-        raise InvalidWorkload(f"--pipeline-layout {text!r}: a '(' is never closed (unbalanced parentheses)")
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: a '(' is never closed (unbalanced parentheses)",
+                                   text=text))
     flat = _GROUP.sub(lambda m: m.group(1) * int(m.group(2)), text)
     if "(" in flat:
-        raise InvalidWorkload(f"--pipeline-layout {text!r}: a group in parentheses needs a repeat count, (...)*N, "
-                              "and something inside it")
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: a group in parentheses needs a repeat count, "
+                                   "(...)*N, and something inside it", text=text))
     flat = _REPEAT.sub(lambda m: m.group(1) * int(m.group(2)), flat)
     if "*" in flat:
-        raise InvalidWorkload(f"--pipeline-layout {text!r}: '*' needs a symbol before it and a count after it")
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: '*' needs a symbol before it and a count after it",
+                                   text=text))
     return flat
 
 
@@ -108,25 +112,32 @@ def parse_pipeline_layout(text: str, *, pp: int, virtual_stages: int | None, num
     flat = _expand(text.replace(",", ""))
     for char in flat:
         if char not in "EtLm|":
-            raise InvalidWorkload(f"--pipeline-layout {text!r}: unknown symbol {char!r} (known: {_SYMBOLS})")
+            raise InvalidWorkload(said("--pipeline-layout {text!r}: unknown symbol {char!r} (known: {_SYMBOLS})",
+                                       text=text, char=char, _SYMBOLS=_SYMBOLS))
     if "m" in flat:
-        raise InvalidWorkload(f"--pipeline-layout {text!r}: 'm' places a multi-token-prediction layer, and the "
-                              f"planner models none for {model_name} (leave it out of the layout)")
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: 'm' places a multi-token-prediction layer, and "
+                                   "the planner models none for {model_name} (leave it out of the layout)", text=text,
+                                   model_name=model_name))
     chunks = flat.split("|")
     if virtual_stages is not None and len(chunks) != pp * virtual_stages:
-        raise InvalidWorkload(f"--pipeline-layout {text!r}: {len(chunks)} chunks, not pp {pp} x "
-                              f"{virtual_stages} virtual stages = {pp * virtual_stages}")
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: {chunks} chunks, not pp {pp} x {virtual_stages} "
+                                   "virtual stages = {value}", text=text, chunks=len(chunks), pp=pp,
+                                   virtual_stages=virtual_stages, value=pp * virtual_stages))
     if len(chunks) % pp:
-        raise InvalidWorkload(f"--pipeline-layout {text!r}: {len(chunks)} chunks do not divide over the {pp} "
-                              "pipeline ranks (the chunk count must be pp x virtual stages)")
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: {chunks} chunks do not divide over the {pp} "
+                                   "pipeline ranks (the chunk count must be pp x virtual stages)", text=text,
+                                   chunks=len(chunks), pp=pp))
     if flat.count("E") != 1 or not flat.startswith("E"):
-        raise InvalidWorkload(f"--pipeline-layout {text!r}: the embedding E must open the first chunk, once")
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: the embedding E must open the first chunk, once",
+                                   text=text))
     if flat.count("L") != 1 or not flat.endswith("L"):
-        raise InvalidWorkload(f"--pipeline-layout {text!r}: the loss L must close the last chunk, once")
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: the loss L must close the last chunk, once",
+                                   text=text))
     layers = flat.count("t")
     if layers != num_layers:
-        raise InvalidWorkload(f"--pipeline-layout {text!r}: {layers} transformer layers (t), not the {num_layers} "
-                              f"layers of {model_name}")
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: {layers} transformer layers (t), not the "
+                                   "{num_layers} layers of {model_name}", text=text, layers=layers,
+                                   num_layers=num_layers, model_name=model_name))
     return PipelineLayout(text=text, pp=pp, chunk_layers=tuple(chunk.count("t") for chunk in chunks),
                           embedding_chunk=0, loss_chunk=len(chunks) - 1)
 

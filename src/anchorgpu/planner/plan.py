@@ -20,7 +20,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve, evolver
 from anchorgpu.planner.checks import BASE_CHECK, plan_warnings
@@ -144,11 +144,13 @@ def plan(
     lm = model if isinstance(model, ModelSpec) else None  # a language model (None: a diffusion pipeline), asked once
     if isinstance(model, DiffusionPipelineSpec) and w.task != "diffusion":
         if w.task != "inference":
-            raise InvalidWorkload(f"{model.name} is a diffusion pipeline: use --task diffusion (not {w.task})")
+            raise InvalidWorkload(said("{model_name} is a diffusion pipeline: use --task diffusion (not {task})",
+                                       model_name=model.name, task=w.task))
         w = evolve(w, task="diffusion")
         assumptions.append("A diffusion pipeline: planned as task diffusion (image generation).")
     if lm is not None and w.task == "diffusion":
-        raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {lm.name} is a language model")
+        raise InvalidWorkload(said("--task diffusion needs a diffusion pipeline; {lm_name} is a language model",
+                                   lm_name=lm.name))
     validate_workload(w)
     training = w.task in TRAINING_TASKS  # the task asked once: it decides several checks below
     if prec.kv_cache in ("fp8", "nvfp4"):  # never resolved for a task without a KV cache (its suggestions re-plan bf16)
@@ -302,11 +304,11 @@ def _check_engine_weights(w: Workload, fmt: WeightFormat, gpu: GpuSpec | None, m
         return
     why = engine_weights_refusal(w.engine, fmt.name, fmt.native, gpu, w.engine_source, moe=moe)
     if why and w.engine != "trtllm":  # NVFP4 experts on AMD: no engine runs them there
-        raise InvalidWorkload(f"{why}; use --weights fp8 or mxfp4 (a checkpoint in that format), or an NVIDIA "
-                              "GPU")
+        raise InvalidWorkload(said("{why}; use --weights fp8 or mxfp4 (a checkpoint in that format), or an NVIDIA "
+                                   "GPU", why=why))
     if why:
         vllm = "--recipe vllm" if w.engine_source == "recipe" else "--engine vllm"
         # a GGUF or NF4 file (no native math): the 4-bit format TensorRT-LLM loads; else FP8 where the GPU has it
         other = "int4-awq" if fmt.native is None else "fp8" if gpu.fp8_hardware and fmt.native != "fp8" else "bf16"
-        raise InvalidWorkload(f"{why}; use --weights {other} (the checkpoint converted to {other}), or {vllm} (its "
-                              "weight-only kernels run them there)")
+        raise InvalidWorkload(said("{why}; use --weights {other} (the checkpoint converted to {other}), or {vllm} "
+                                   "(its weight-only kernels run them there)", why=why, other=other, vllm=vllm))

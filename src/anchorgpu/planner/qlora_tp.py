@@ -36,6 +36,8 @@ PyTorch's FSDP refuses a module on several devices outright ("FSDP only supports
 
 from __future__ import annotations
 
+from anchorgpu.errors import said
+
 __all__ = ["device_map_refusal", "qlora_interleaving_refusal", "qlora_tp_refusal", "stages_alone",
            "task_interleaves", "task_runs_tp"]
 
@@ -59,8 +61,9 @@ def qlora_tp_refusal(task: str, tp: int | None) -> str | None:
     """
     if task != "qlora" or tp is None or tp <= 1:
         return None
-    return (f"--tp {tp} with --task qlora: no public stack runs bitsandbytes' 4-bit base under tensor parallelism "
-            "(PEFT, accelerate and torchtune shard QLoRA with FSDP); leave --tp out or give --tp 1, or use --task lora")
+    return (said("--tp {tp} with --task qlora: no public stack runs bitsandbytes' 4-bit base under tensor "
+                 "parallelism (PEFT, accelerate and torchtune shard QLoRA with FSDP); leave --tp out or give --tp "
+                 "1, or use --task lora", tp=tp))
 
 
 def task_interleaves(task: str) -> bool:
@@ -86,11 +89,11 @@ def qlora_interleaving_refusal(task: str, virtual_stages: int | None, stated_by:
     """
     if task != "qlora" or not isinstance(virtual_stages, int) or virtual_stages <= 1:
         return None
-    said = f"--virtual-stages {virtual_stages}" if stated_by is None else f"{stated_by} ({virtual_stages} chunks a stage)"
+    stated = f"--virtual-stages {virtual_stages}" if stated_by is None else f"{stated_by} ({virtual_stages} chunks a stage)"
     fix = "leave --virtual-stages out or give 1" if stated_by is None else f"give {stated_by} one chunk a stage"
-    return (f"{said} with --task qlora: no public stack interleaves pipeline stages over a 4-bit base (PEFT runs "
-            "QLoRA data-parallel or split layer-wise with device_map, NeMo's PEFT refuses a virtual pipeline); "
-            f"{fix}, or use --task lora")
+    return (said("{stated} with --task qlora: no public stack interleaves pipeline stages over a 4-bit base (PEFT "
+                 "runs QLoRA data-parallel or split layer-wise with device_map, NeMo's PEFT refuses a virtual "
+                 "pipeline); {fix}, or use --task lora", stated=stated, fix=fix))
 
 
 def stages_alone(task: str, train_stack: str) -> bool:
@@ -120,11 +123,12 @@ def device_map_refusal(task: str, train_stack: str, pp: int, dp: int, server_gpu
         return None
     fix = "or --train-stack megatron (NeMo's QLoRA runs 1F1B pipeline stages with data parallelism)"
     if dp > 1:
-        return (f"--pp {pp} with DP {dp} for --task qlora on the PyTorch stack: accelerate refuses to train a 4-bit "
-                "model split over several GPUs in any distributed mode (it runs such a model as naive pipeline "
-                f"parallelism, one process); give --dp 1 (--gpus {pp}), --pp 1 (FSDP-QLoRA or DDP), {fix}")
+        return (said("--pp {pp} with DP {dp} for --task qlora on the PyTorch stack: accelerate refuses to train a "
+                     "4-bit model split over several GPUs in any distributed mode (it runs such a model as naive "
+                     "pipeline parallelism, one process); give --dp 1 (--gpus {pp}), --pp 1 (FSDP-QLoRA or DDP), "
+                     "{fix}", pp=pp, dp=dp, fix=fix))
     if pp > server_gpus:
-        return (f"--pp {pp} for --task qlora on the PyTorch stack: device_map places the layers on one process's GPUs, "
-                f"and a server holds {server_gpus}; give --pp {server_gpus} or fewer, --pp 1 (FSDP-QLoRA over the "
-                f"servers), {fix}")
+        return (said("--pp {pp} for --task qlora on the PyTorch stack: device_map places the layers on one "
+                     "process's GPUs, and a server holds {server_gpus}; give --pp {server_gpus} or fewer, --pp 1 "
+                     "(FSDP-QLoRA over the servers), {fix}", pp=pp, server_gpus=server_gpus, fix=fix))
     return None

@@ -8,7 +8,7 @@ layout states it (:attr:`~anchorgpu.planner.inputs.Layout.sequence_parallel`). P
 
 from __future__ import annotations
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 
 __all__ = ["memory_off_line", "resolve_sequence_parallel", "sequence_split_refusal", "speed_off_line",
            "splits_whatever_stated", "stated_off_refusal"]
@@ -30,17 +30,17 @@ def resolve_sequence_parallel(stated: object, *, training: bool, tp: int, moe: b
     if stated is None:
         return training and tp > 1
     if type(stated) is not bool:
-        raise InvalidWorkload(f"sequence-parallel={stated!r}: must be true or false")
+        raise InvalidWorkload(said("sequence-parallel={stated!r}: must be true or false", stated=stated))
     if not training:
-        raise InvalidWorkload("--sequence-parallel / --no-sequence-parallel applies to training (Megatron's sequence "
-                              "parallelism); serving engines have none")
+        raise InvalidWorkload(said("--sequence-parallel / --no-sequence-parallel applies to training (Megatron's "
+                                   "sequence parallelism); serving engines have none"))
     if stated and tp < 2:
-        raise InvalidWorkload("--sequence-parallel needs tensor parallelism (--tp 2 or more): it splits the norms, "
-                              "dropout and residual adds over the TP ranks")
+        raise InvalidWorkload(said("--sequence-parallel needs tensor parallelism (--tp 2 or more): it splits the "
+                                   "norms, dropout and residual adds over the TP ranks"))
     if not stated and moe and tp > 1:
-        raise InvalidWorkload(f"--no-sequence-parallel with --tp {tp}: a mixture of experts under tensor parallelism "
-                              "needs sequence parallelism (Megatron-LM refuses it without: 'When using MoE and tensor "
-                              "parallelism, sequence parallelism must be used')")
+        raise InvalidWorkload(said("--no-sequence-parallel with --tp {tp}: a mixture of experts under tensor "
+                                   "parallelism needs sequence parallelism (Megatron-LM refuses it without: 'When "
+                                   "using MoE and tensor parallelism, sequence parallelism must be used')", tp=tp))
     return stated
 
 
@@ -88,16 +88,17 @@ def sequence_split_refusal(tp: int, cp: int, seq_tokens: int, train_stack: str) 
         divisor = tp * 2 * cp
         if seq_tokens % divisor == 0:
             return None
-        return (f"--tp {tp} on the PyTorch stack: torchtitan runs sequence parallelism with its TP and asserts the "
-                f"sequence is a multiple of TP {tp} x 2 x CP {cp} = {divisor:,} tokens (its seq_len_divisor); "
-                f"{seq_tokens:,} is not: give a multiple of {divisor:,}, or a smaller --tp")
+        return (said("--tp {tp} on the PyTorch stack: torchtitan runs sequence parallelism with its TP and "
+                     "asserts the sequence is a multiple of TP {tp} x 2 x CP {cp} = {divisor:,} tokens (its "
+                     "seq_len_divisor); {seq_tokens:,} is not: give a multiple of {divisor:,}, or a smaller --tp",
+                     tp=tp, cp=cp, divisor=divisor, seq_tokens=seq_tokens))
     local = seq_tokens // cp
     if train_stack != "megatron" or local % tp == 0:
         return None
     where = "each CP rank's share of a sequence," if cp > 1 else "each sequence's"
-    return (f"--tp {tp} with sequence parallelism: Megatron-Core splits {where} {local:,} tokens over the {tp} TP "
-            f"ranks and refuses a remainder; give a sequence that is a multiple of {tp * cp:,} tokens, or "
-            "--no-sequence-parallel (a dense model)")
+    return (said("--tp {tp} with sequence parallelism: Megatron-Core splits {where} {local:,} tokens over the "
+                 "{tp} TP ranks and refuses a remainder; give a sequence that is a multiple of {value:,} tokens, "
+                 "or --no-sequence-parallel (a dense model)", tp=tp, where=where, local=local, value=tp * cp))
 
 
 def splits_whatever_stated(train_stack: str) -> bool:
@@ -124,6 +125,6 @@ def stated_off_refusal(stated: object, train_stack: str) -> str | None:
     """
     if stated is not False or train_stack != "pytorch":
         return None
-    return ("--no-sequence-parallel on the PyTorch stack: torchtitan's tensor parallelism always runs sequence "
-            "parallelism (its apply_tp has no switch to leave it off); drop --no-sequence-parallel, or give "
-            "--train-stack megatron, where it is a choice")
+    return said("--no-sequence-parallel on the PyTorch stack: torchtitan's tensor parallelism always runs sequence "
+                "parallelism (its apply_tp has no switch to leave it off); drop --no-sequence-parallel, or give "
+                "--train-stack megatron, where it is a choice")

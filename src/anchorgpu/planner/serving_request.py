@@ -6,7 +6,7 @@ sequence, and the request's images or encoder input. Pure; split from :mod:`anch
 from __future__ import annotations
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload, default_context_tokens
 from anchorgpu.planner.media import (
     T5_DECODER_PROMPT_TOKENS,
@@ -27,35 +27,40 @@ def check_request_within_context(w: Workload, limit: int, model: ModelSpec | Non
     (T5) reads the prompt in its encoder: each part is held to its own limit (encoder length, decoder window)."""
     if w.prompt_tokens is None and w.output_tokens is None:
         if w.context_tokens is not None and w.context_tokens < 2:  # the request timed is 1 prompt + 1 output at least
-            raise InvalidWorkload(f"--context {w.context_tokens:,}: a request needs at least 1 prompt and 1 output "
-                                  "token, 2 tokens")
+            raise InvalidWorkload(said("--context {context_tokens:,}: a request needs at least 1 prompt and 1 "
+                                       "output token, 2 tokens", context_tokens=w.context_tokens))
         return
     enc = None if model is None else model.encoder
     if model is not None and enc is not None and not enc.fixed_tokens and w.context_tokens is None \
             and not w.allow_long_context:
         if w.prompt_tokens is not None and w.prompt_tokens > enc.max_tokens:
-            raise InvalidWorkload(f"prompt {w.prompt_tokens:,} tokens exceed {model.name}'s encoder input of "
-                                  f"{enc.max_tokens:,} tokens (add --allow-long-context to plan anyway)")
+            raise InvalidWorkload(said("prompt {prompt_tokens:,} tokens exceed {model_name}'s encoder input of "
+                                       "{max_tokens:,} tokens (add --allow-long-context to plan anyway)",
+                                       prompt_tokens=w.prompt_tokens, model_name=model.name,
+                                       max_tokens=enc.max_tokens))
         # the decoder's window holds its start token before the output (media.encdec_request times both)
         if w.output_tokens is not None and T5_DECODER_PROMPT_TOKENS + w.output_tokens > limit:
-            raise InvalidWorkload(f"the {T5_DECODER_PROMPT_TOKENS}-token decoder start + output {w.output_tokens:,} "
-                                  f"tokens exceed {model.name}'s decoder window of {limit:,} tokens (add "
-                                  "--allow-long-context to plan anyway)")
+            raise InvalidWorkload(said("the {T5_DECODER_PROMPT_TOKENS}-token decoder start + output "
+                                       "{output_tokens:,} tokens exceed {model_name}'s decoder window of "
+                                       "{limit:,} tokens (add --allow-long-context to plan anyway)",
+                                       T5_DECODER_PROMPT_TOKENS=T5_DECODER_PROMPT_TOKENS,
+                                       output_tokens=w.output_tokens, model_name=model.name, limit=limit))
         return
     # a request has at least one prompt token and one output token: an output as long as the context left no room for
     # the prompt, and the speed timed 1 + output tokens in a sequence planned one shorter
     # (Whisper's decoder starts from its 4-token task prompt when none is given: media.encdec_request)
     least = WHISPER_DECODER_PROMPT_TOKENS if enc is not None and enc.fixed_tokens else 1
     prompt, output = w.prompt_tokens or least, w.output_tokens or 1
-    unstated = f"the {least}-token decoder prompt" if least > 1 else "at least 1 prompt"
-    request = (f"{f'prompt {prompt:,}' if w.prompt_tokens else unstated} + "
-               f"{f'output {output:,}' if w.output_tokens else 'at least 1 output'} tokens")
+    unstated = said("the {least}-token decoder prompt", least=least) if least > 1 else said("at least 1 prompt")
+    request = said("{prompt} + {output} tokens",
+                   prompt=said("prompt {prompt:,}", prompt=prompt) if w.prompt_tokens else unstated,
+                   output=said("output {output:,}", output=output) if w.output_tokens else said("at least 1 output"))
     if w.context_tokens is not None and prompt + output > w.context_tokens:
-        raise InvalidWorkload(f"{request} exceed the context of {w.context_tokens:,} tokens (raise --context or "
-                              "shorten the request)")
+        raise InvalidWorkload(said("{request} exceed the context of {context_tokens:,} tokens (raise --context or "
+                                   "shorten the request)", request=request, context_tokens=w.context_tokens))
     if w.context_tokens is None and prompt + output > limit and not w.allow_long_context:
-        raise InvalidWorkload(f"{request} exceed the model's limit of {limit:,} tokens (add --allow-long-context to "
-                              "plan anyway)")
+        raise InvalidWorkload(said("{request} exceed the model's limit of {limit:,} tokens (add "
+                                   "--allow-long-context to plan anyway)", request=request, limit=limit))
 
 
 def encoder_prompt_tokens(w: Workload) -> int:

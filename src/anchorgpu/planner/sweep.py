@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.engine_choice import engine_refusal
@@ -219,9 +219,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     spec = spec or SweepSpec()
     w = spec.workload
     if not shapes:
-        raise InvalidWorkload("nothing to sweep: no hardware shapes given")
+        raise InvalidWorkload(said("nothing to sweep: no hardware shapes given"))
     if w.task not in ("inference", "train", "lora", "qlora"):
-        raise InvalidWorkload(f"the sweep covers inference and training tasks, not {w.task!r}")
+        raise InvalidWorkload(said("the sweep covers inference and training tasks, not {task!r}", task=w.task))
     validate_workload(w)  # first, as plan() checks it: trtllm for training is refused for the task, not for a GPU
     refused = engine_refusal(w.engine, (sh.gpu for sh in shapes), w.engine_source)  # as plan() refuses it
     if refused:
@@ -239,12 +239,13 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         kvs = spec.kv_caches or DEFAULT_KV_CACHES
         concs = spec.concurrencies or ((w.concurrency,) if w.concurrency is not None else BATCH_LADDER)
         if min(concs) < 1:
-            raise InvalidWorkload(f"concurrency={min(concs)}: at least one sequence")
+            raise InvalidWorkload(said("concurrency={concs}: at least one sequence", concs=min(concs)))
     for name in weights:
         format_for_model(model, name)  # unknown format: one-line error
     for k in kvs:
         if k not in KV_CACHE_DTYPES:
-            raise InvalidWorkload(f"unknown kv-cache dtype {k!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
+            raise InvalidWorkload(said("unknown kv-cache dtype {k!r}; valid: {KV_CACHE_DTYPES}", k=k,
+                                       KV_CACHE_DTYPES=', '.join(KV_CACHE_DTYPES)))
     probe_w = replace(w, concurrency=concs[0] if w.concurrency is None else w.concurrency)
     if not training and (spec.prompt_tokens is not None or spec.output_tokens is not None):
         # the request as plan is given it: its prompt and output where given (None: plan's defaults within the

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.inputs import train_cp_sizes, train_ep_sizes, train_pp_sizes
 from anchorgpu.planner.layout_resolution import tp_is_valid
 from anchorgpu.planner.speed.layouts import sharded_with_stages
@@ -201,7 +201,8 @@ def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: 
             ok &= (z != stage) | (pp == 1)
     ok &= (tp * cp * dp) % ep == 0  # the experts split over GPUs of one stage (folded over TP, CP and DP)
     if not ok.any():
-        raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")
+        raise InvalidWorkload(said("no valid tensor-parallel layout for {model_name} on the shapes given",
+                                   model_name=model.name))
     columns = [s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok], ep[ok], cp[ok]]
     if not training and model.moe is not None:  # serving a mixture of experts: after every layout above, each
         # single-stage one again with the routed experts whole over its TP group (EP = TP), as plan()'s chooser

@@ -10,7 +10,7 @@ import math
 from functools import lru_cache
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolve, memo_on_frozen
@@ -69,7 +69,8 @@ def check_training_seq(model: ModelSpec, w: Workload) -> None:
     seq = default_seq_tokens(w, model.max_context_tokens)
     if seq > model.max_context_tokens and not w.allow_long_context:
         raise InvalidWorkload(
-            f"--seq {seq:,} exceeds {model.name}'s limit of {model.max_context_tokens:,} tokens (add --allow-long-context)")
+            said("--seq {seq:,} exceeds {model_name}'s limit of {max_context_tokens:,} tokens (add "
+                 "--allow-long-context)", seq=seq, model_name=model.name, max_context_tokens=model.max_context_tokens))
 
 
 def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat, lay: ResolvedLayout,
@@ -143,7 +144,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                f"projections {', '.join(w.lora_targets)} (PEFT's Mamba example).")
         if adapters == 0:
             names = ", ".join(g.name for g in model.linear_groups)
-            raise InvalidWorkload(f"--lora-targets {','.join(w.lora_targets)} match no linear layer of {model.name} ({names})")
+            raise InvalidWorkload(said("--lora-targets {lora_targets} match no linear layer of {model_name} "
+                                       "({names})", lora_targets=','.join(w.lora_targets), model_name=model.name,
+                                       names=names))
         adapters_gpu = math.ceil(adapters * share)
         value = 4 if mixed else 2
         breakdown["lora_adapter_params"] = adapters

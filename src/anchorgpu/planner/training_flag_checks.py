@@ -6,7 +6,7 @@ place refused for another reason, naming a flag that was not the cause) and agai
 from __future__ import annotations
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.inputs import Layout, Workload
 from anchorgpu.planner.qlora_tp import qlora_interleaving_refusal, qlora_tp_refusal
 from anchorgpu.planner.sequence_parallel import stated_off_refusal
@@ -40,15 +40,17 @@ def unstaged_interleaving_refusal(layout: Layout, train_stack: str) -> str | Non
         return None
     flag = "--fsdp" if layout.fsdp else f"--zero {zero}"
     if train_stack == "megatron" and zero == 3:
-        return (f"--virtual-stages {v} with {flag}: interleaving needs pipeline stages, and Megatron-FSDP (the "
-                f"Megatron stack's {flag}) runs none; give --zero 1 (Megatron-Core's distributed optimizer runs with "
-                "stages), --train-stack pytorch (FSDP2 under pipeline stages), or drop --virtual-stages")
+        return (said("--virtual-stages {v} with {flag}: interleaving needs pipeline stages, and Megatron-FSDP "
+                     "(the Megatron stack's {flag}) runs none; give --zero 1 (Megatron-Core's distributed "
+                     "optimizer runs with stages), --train-stack pytorch (FSDP2 under pipeline stages), or drop "
+                     "--virtual-stages", v=v, flag=flag))
     if train_stack == "megatron":
-        return (f"--virtual-stages {v} with --zero 2: interleaving needs pipeline stages, and Megatron's ZeRO-2 is "
-                "Megatron-FSDP (optim_grads), which runs none; give --zero 1, or drop --virtual-stages")
-    return (f"--virtual-stages {v} with --zero 2: interleaving needs pipeline stages, and the layout search tries "
-            "ZeRO-2 with none on the PyTorch stack (no public launcher runs it); give --zero 1 or 3, --pp with the "
-            "stages, or drop --virtual-stages")
+        return (said("--virtual-stages {v} with --zero 2: interleaving needs pipeline stages, and Megatron's "
+                     "ZeRO-2 is Megatron-FSDP (optim_grads), which runs none; give --zero 1, or drop "
+                     "--virtual-stages", v=v))
+    return (said("--virtual-stages {v} with --zero 2: interleaving needs pipeline stages, and the layout search "
+                 "tries ZeRO-2 with none on the PyTorch stack (no public launcher runs it); give --zero 1 or 3, "
+                 "--pp with the stages, or drop --virtual-stages", v=v))
 
 
 def undivided_interleaving_refusal(model: ModelSpec, layout: Layout) -> str | None:
@@ -74,9 +76,10 @@ def undivided_interleaving_refusal(model: ModelSpec, layout: Layout) -> str | No
     if not depths or any((layers % (pp * v) == 0 or counts_embedding_and_loss(layers, pp, v))
                          and chunks_refusal(pp, v, layers, model.name) is None for pp in depths):
         return None  # no depth at all (one GPU): the search's own refusal says so
-    return (f"--virtual-stages {v}: no pipeline depth the layout search tries ({', '.join(map(str, depths))}) splits "
-            f"the {layers} layers of {model.name} into PP x {v} even chunks, nor {layers + 2} with the embedding and "
-            "the loss counted as layers; give another --virtual-stages, or --pp with --pipeline-layout")
+    return (said("--virtual-stages {v}: no pipeline depth the layout search tries ({str}) splits the {layers} "
+                 "layers of {model_name} into PP x {v} even chunks, nor {value} with the embedding and the loss "
+                 "counted as layers; give another --virtual-stages, or --pp with --pipeline-layout", v=v,
+                 str=', '.join(map(str, depths)), layers=layers, model_name=model.name, value=layers + 2))
 
 
 def training_checks(layout: Layout, workload: Workload) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from anchorgpu.architectures.quantization import describe_shipped
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.formats import (
@@ -66,7 +66,8 @@ def resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
 def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, precision: PrecisionPlan,
                     assumptions: list[str]) -> WeightFormat:
     if precision.kv_cache not in KV_CACHE_DTYPES and precision.kv_cache != KV_CACHE_AUTO:
-        raise InvalidWorkload(f"unknown kv-cache dtype {precision.kv_cache!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
+        raise InvalidWorkload(said("unknown kv-cache dtype {kv_cache!r}; valid: {KV_CACHE_DTYPES}",
+                                   kv_cache=precision.kv_cache, KV_CACHE_DTYPES=', '.join(KV_CACHE_DTYPES)))
     shipped = shipped_format(model) if isinstance(model, ModelSpec) else get_format("bf16")
     ships = shipped.name if shipped.shipped is not None else "16-bit weights"
     if precision.weights is None:
@@ -96,12 +97,12 @@ def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             assumptions.append(f"Weights: {describe_shipped(shipped.shipped)}, as the checkpoint ships them.")
     if workload.task == "train" and fmt.name not in TRAIN_FORMATS:
         raise InvalidWorkload(
-            f"--weights {fmt.name}: full training keeps 16-bit weights ({', '.join(TRAIN_FORMATS)}); "
-            "for a quantized frozen base use --task qlora")
+            said("--weights {fmt_name}: full training keeps 16-bit weights ({TRAIN_FORMATS}); for a quantized "
+                 "frozen base use --task qlora", fmt_name=fmt.name, TRAIN_FORMATS=', '.join(TRAIN_FORMATS)))
     if workload.task == "qlora" and not fmt.quantized:
         raise InvalidWorkload(
-            f"--weights {fmt.name}: QLoRA trains adapters on a quantized frozen base (nf4-dq by default); "
-            "for a 16-bit base use --task lora")
+            said("--weights {fmt_name}: QLoRA trains adapters on a quantized frozen base (nf4-dq by default); for "
+                 "a 16-bit base use --task lora", fmt_name=fmt.name))
     return fmt
 
 
@@ -153,13 +154,16 @@ def vllm_nvfp4_refusal(gpu: GpuSpec, model: ModelSpec | DiffusionPipelineSpec | 
         where = (f"{gpu.name} is an AMD GPU and none of vLLM's ROCm attention backends takes nvfp4"
                  if gpu.vendor != "NVIDIA" else
                  f"{gpu.name} (compute capability {gpu.compute_capability}) is outside FlashInfer's 8.0-12.1")
-        return f"vLLM 0.33.0 reads an NVFP4 KV cache with its FlashInfer backend only, on NVIDIA GPUs; {where}"
+        return said("vLLM 0.33.0 reads an NVFP4 KV cache with its FlashInfer backend only, on NVIDIA GPUs; {where}",
+                    where=where)
     if isinstance(model, ModelSpec) and model.mla is not None:
-        return (f"{model.name} uses MLA, for which vLLM 0.33.0 refuses an NVFP4 KV cache "
-                "(validate_nvfp4_kv_cache_with_mla: its nvfp4 layout is for the FlashInfer backend, no MLA backend)")
+        return (said("{model_name} uses MLA, for which vLLM 0.33.0 refuses an NVFP4 KV cache "
+                     "(validate_nvfp4_kv_cache_with_mla: its nvfp4 layout is for the FlashInfer backend, no MLA "
+                     "backend)", model_name=model.name))
     if path == "fa2" and isinstance(model, ModelSpec) and model.head_dim == 64:
-        return (f"on {gpu.name} vLLM 0.33.0 reads an NVFP4 KV cache with FlashInfer's FA2 kernels, which misread "
-                f"{model.name}'s 64-wide heads (FlashInferBackend.supports_combination)")
+        return (said("on {gpu_name} vLLM 0.33.0 reads an NVFP4 KV cache with FlashInfer's FA2 kernels, which "
+                     "misread {model_name}'s 64-wide heads (FlashInferBackend.supports_combination)",
+                     gpu_name=gpu.name, model_name=model.name))
     return None
 
 
@@ -193,15 +197,15 @@ def nvfp4_kv_refusal(gpu: GpuSpec, engine: str, model: ModelSpec | DiffusionPipe
     the vLLM launch then refuses what vLLM does not run."""
     blackwell = "NVFP4" in gpu.fp4_formats
     if engine == "trtllm":
-        return None if blackwell else (f"TensorRT-LLM runs an NVFP4 KV cache on Blackwell GPUs only (NVFP4 "
-                                       f"hardware); {gpu.name} has none")
+        return None if blackwell else said("TensorRT-LLM runs an NVFP4 KV cache on Blackwell GPUs only (NVFP4 "
+                                           "hardware); {gpu} has none", gpu=gpu.name)
     if engine == "sglang":
-        return None if blackwell else (f"SGLang runs an NVFP4 KV cache on Blackwell SM100 or SM120 only "
-                                       f"(kv_cache_hook.handle_kv4_compatibility); {gpu.name} is neither")
+        return None if blackwell else said("SGLang runs an NVFP4 KV cache on Blackwell SM100 or SM120 only "
+                                           "(kv_cache_hook.handle_kv4_compatibility); {gpu} is neither", gpu=gpu.name)
     vllm = vllm_nvfp4_refusal(gpu, model)
     if vllm is None or blackwell:
         return None
-    return f"{vllm}, and SGLang and TensorRT-LLM need Blackwell for it"
+    return said("{vllm}, and SGLang and TensorRT-LLM need Blackwell for it", vllm=vllm)
 
 
 def default_kv_cache(shipped: str | None, gpu: GpuSpec | None, engine: str = "vllm",
@@ -275,7 +279,8 @@ def kv_cache_refusal(kv: str, gpu: GpuSpec, engine: str = "vllm",
     switch = ""
     if engine in ("trtllm", "sglang") and nvfp4_kv_refusal(gpu, "vllm", model) is None:
         switch = f", or {'--recipe vllm' if source == 'recipe' else '--engine vllm'} (vLLM runs it on {gpu.name})"
-    return f"--kv-cache nvfp4 with {serving_engine_named(engine, source)}: {why}; use --kv-cache {other}{switch}"
+    return said("--kv-cache nvfp4 with {engine}: {why}; use --kv-cache {other}{switch}",
+                engine=serving_engine_named(engine, source), why=why, other=other, switch=switch)
 
 
 def nvfp4_kv_line(gpu: GpuSpec | None, engine: str, model: ModelSpec | DiffusionPipelineSpec | None) -> str | None:

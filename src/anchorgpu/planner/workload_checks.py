@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import field_getter
 from anchorgpu.planner.inputs import (
@@ -49,7 +49,7 @@ def check_positive(name: str, value: int | None) -> None:
         return
     if (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         flag = _COUNT_FLAGS.get(name) or "--" + name.replace("_", "-")
-        raise InvalidWorkload(f"{flag} {value!r}: must be a whole number of at least 1")
+        raise InvalidWorkload(said("{flag} {value!r}: must be a whole number of at least 1", flag=flag, value=value))
 
 
 _COUNT_FLAGS = {"context_tokens": "--context", "seq_tokens": "--seq", "global_batch_tokens": "--global-batch",
@@ -120,36 +120,48 @@ def check_network(gbit_per_s: object, task: str) -> None:
     """
     if isinstance(gbit_per_s, bool) or not isinstance(gbit_per_s, int | float) or not math.isfinite(gbit_per_s) \
             or not 0 < gbit_per_s <= MAX_NETWORK_GBIT_PER_S_PER_GPU:
-        raise InvalidWorkload(f"--network-gbit-per-gpu {fmt_given(gbit_per_s)}: expected a finite number of Gb/s above 0 and at "
-                              f"most {MAX_NETWORK_GBIT_PER_S_PER_GPU:,.0f}")
+        raise InvalidWorkload(said("--network-gbit-per-gpu {gbit_per_s}: expected a finite number of Gb/s above 0 "
+                                   "and at most {MAX_NETWORK_GBIT_PER_S_PER_GPU:,.0f}",
+                                   gbit_per_s=fmt_given(gbit_per_s),
+                                   MAX_NETWORK_GBIT_PER_S_PER_GPU=MAX_NETWORK_GBIT_PER_S_PER_GPU))
     if task not in TRAINING_TASKS:
-        raise InvalidWorkload(f"--network-gbit-per-gpu {fmt_given(gbit_per_s)} times a training step across servers (task "
-                              f"train, lora or qlora); task {task} has no training step")
+        raise InvalidWorkload(said("--network-gbit-per-gpu {gbit_per_s} times a training step across servers "
+                                   "(task train, lora or qlora); task {task} has no training step",
+                                   gbit_per_s=fmt_given(gbit_per_s), task=task))
 
 
 def validate_workload(workload: Workload) -> None:
     if workload.task not in TASKS:
         hint = task_hint(workload.task)  # "serve": did you mean 'inference'? (a synonym is named, not taken)
-        raise InvalidWorkload(f"unknown task {workload.task!r}{hint}{' ' if hint else '; '}valid: {', '.join(TASKS)}")
+        if hint:
+            raise InvalidWorkload(said("unknown task {task!r}{hint} valid: {TASKS}", task=workload.task, hint=hint,
+                                       TASKS=", ".join(TASKS)))
+        raise InvalidWorkload(said("unknown task {task!r}; valid: {TASKS}", task=workload.task, TASKS=", ".join(TASKS)))
     if not _workload_counts_ok(workload):  # the usual case passes without a tuple of the values
         check_counts(_WORKLOAD_COUNTS, _workload_counts(workload))
     if workload.gpu_memory_utilization is not None and not 0 < workload.gpu_memory_utilization <= 1:
         fraction = workload.gpu_memory_utilization
-        what = "a fraction above 0 and at most 1" if math.isfinite(fraction) else "a finite number above 0 and at most 1"
-        raise InvalidWorkload(f"--gpu-memory-utilization {fraction!r}: expected {what}")
+        what = (said("a fraction above 0 and at most 1") if math.isfinite(fraction)
+                else said("a finite number above 0 and at most 1"))
+        raise InvalidWorkload(said("--gpu-memory-utilization {fraction!r}: expected {what}", fraction=fraction,
+                                   what=what))
     if workload.network_gbit_per_s_per_gpu is not None:
         check_network(workload.network_gbit_per_s_per_gpu, workload.task)
     if workload.engine != "vllm":  # the default decided by one comparison
         if workload.engine not in ENGINES:
-            raise InvalidWorkload(f"--engine {workload.engine!r}: choose {', '.join(ENGINES[:-1])} or {ENGINES[-1]}")
+            raise InvalidWorkload(said("--engine {engine!r}: choose {join} or {value}", engine=workload.engine,
+                                       join=', '.join(ENGINES[:-1]), value=ENGINES[-1]))
         if workload.task != "inference":  # named by the option that chose it (--recipe sglang on an allocation)
             option = "--recipe" if workload.engine_source == "recipe" else "--engine"
-            raise InvalidWorkload(f"{option} {workload.engine} sizes a serving engine (task inference), not task "
-                                  f"{workload.task}")
+            raise InvalidWorkload(said("{option} {engine} sizes a serving engine (task inference), not task {task}",
+                                       option=option, engine=workload.engine, task=workload.task))
     if workload.recompute is not None and workload.recompute not in RECOMPUTES:
-        raise InvalidWorkload(f"unknown recompute {workload.recompute!r}; valid: {', '.join(RECOMPUTES)}")
+        raise InvalidWorkload(said("unknown recompute {recompute!r}; valid: {RECOMPUTES}",
+                                   recompute=workload.recompute, RECOMPUTES=', '.join(RECOMPUTES)))
     if workload.train_precision not in TRAIN_PRECISIONS:
-        raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
+        raise InvalidWorkload(said("--train-precision {train_precision!r}: choose {TRAIN_PRECISIONS}",
+                                   train_precision=workload.train_precision,
+                                   TRAIN_PRECISIONS=', '.join(TRAIN_PRECISIONS)))
     if workload.task == "qlora" and workload.train_precision in ("fp8", "fp4"):
         # bitsandbytes' Linear4bit casts its input to the compute dtype and runs bnb.matmul_4bit, which dequantizes the
         # NF4 weights to that 16/32-bit dtype (bitsandbytes-foundation/bitsandbytes@005a63c2 bitsandbytes/nn/modules.py,
@@ -159,29 +171,34 @@ def validate_workload(workload: Workload) -> None:
                               "runs them in " + workload.train_precision.upper() + "; use mixed or bf16-true, or "
                               "--task lora for " + workload.train_precision.upper())
     if workload.train_stack != "megatron" and workload.train_stack not in TRAIN_STACKS:
-        raise InvalidWorkload(f"--train-stack {workload.train_stack!r}: choose {' or '.join(TRAIN_STACKS)}")
+        raise InvalidWorkload(said("--train-stack {train_stack!r}: choose {TRAIN_STACKS}",
+                                   train_stack=workload.train_stack, TRAIN_STACKS=' or '.join(TRAIN_STACKS)))
     if workload.cross_entropy is not None and workload.cross_entropy not in CROSS_ENTROPY_IMPLS:
-        raise InvalidWorkload(f"--cross-entropy {workload.cross_entropy!r}: choose {', '.join(CROSS_ENTROPY_IMPLS)}")
+        raise InvalidWorkload(said("--cross-entropy {cross_entropy!r}: choose {CROSS_ENTROPY_IMPLS}",
+                                   cross_entropy=workload.cross_entropy,
+                                   CROSS_ENTROPY_IMPLS=', '.join(CROSS_ENTROPY_IMPLS)))
     if workload.cross_entropy is not None and workload.task != "train":
         raise InvalidWorkload(f"--cross-entropy {workload.cross_entropy} sets full training's loss (--task train), not "
                               f"task {workload.task}" + ("; fine-tuning keeps its measured loss terms"
                                                          if workload.task in ("lora", "qlora") else ""))
     _check_activation_offload(workload)
     if workload.optimizer not in OPTIMIZERS:
-        raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
+        raise InvalidWorkload(said("unknown optimizer {optimizer!r}; valid: {OPTIMIZERS}",
+                                   optimizer=workload.optimizer, OPTIMIZERS=', '.join(OPTIMIZERS)))
     if workload.optimizer_state != "fp32":
         _check_optimizer_state(workload)
     targets = workload.lora_targets
     if targets is not ALL_LORA_TARGETS and (not targets or not _LORA_TARGETS.issuperset(targets)):  # the default: valid
         raise InvalidWorkload(
-            f"--lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from "
-            f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))}")
+            said("--lora-targets {value}: choose from {join}", value=','.join(workload.lora_targets) or '(none)',
+                 join=','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))))
     if workload.resolution is not None and (len(workload.resolution) != 2 or min(workload.resolution) < 8):
-        raise InvalidWorkload(f"resolution {workload.resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8")
+        raise InvalidWorkload(said("resolution {resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8",
+                                   resolution=workload.resolution))
     validate_media(None, workload)
     if workload.task != "inference" and (workload.images_per_request is not None or workload.image_resolution is not None):
-        raise InvalidWorkload("--images-per-request/--image-resolution size serving requests (task inference), "
-                              f"not task {workload.task}")
+        raise InvalidWorkload(said("--images-per-request/--image-resolution size serving requests (task "
+                                   "inference), not task {task}", task=workload.task))
 
 
 def check_kv_cache_task(kv_cache: str | None, task: str) -> None:
@@ -199,8 +216,8 @@ def check_kv_cache_task(kv_cache: str | None, task: str) -> None:
     """
     if kv_cache is None or kv_cache == KV_CACHE_AUTO or task == "inference" or task not in TASKS:
         return  # an unknown task is refused by validate_workload, naming it
-    raise InvalidWorkload(f"--kv-cache {kv_cache} sizes a serving engine's KV cache (task inference); task {task} keeps "
-                          "none")
+    raise InvalidWorkload(said("--kv-cache {kv_cache} sizes a serving engine's KV cache (task inference); task "
+                               "{task} keeps none", kv_cache=kv_cache, task=task))
 
 
 TRAINING_OPTIONS: tuple[str, ...] = ("train_precision", "train_stack", "recompute", "micro_batch", "seq", "global_batch",
@@ -274,16 +291,18 @@ def check_task_options(task: str, options: dict[str, object]) -> None:
         if value is None or value is False:
             continue
         if name in TRAINING_OPTIONS and task not in TRAINING_TASKS:
-            hint = " (the serving length is --context)" if name == "seq" and task == "inference" else ""
-            raise InvalidWorkload(f"{_shown(name, value)} applies to training (task train, lora or qlora); task {task} "
-                                  f"has no training step{hint}")
+            hint = said(" (the serving length is --context)") if name == "seq" and task == "inference" else ""
+            raise InvalidWorkload(said("{name} applies to training (task train, lora or qlora); task {task} has "
+                                       "no training step{hint}", name=_shown(name, value), task=task, hint=hint))
         if name in LORA_OPTIONS and task not in ("lora", "qlora"):
-            raise InvalidWorkload(f"{_shown(name, value)} sets LoRA's adapters (task lora or qlora); task {task} has "
-                                  "none")
+            raise InvalidWorkload(said("{name} sets LoRA's adapters (task lora or qlora); task {task} has none",
+                                       name=_shown(name, value), task=task))
         if name in SERVING_OPTIONS and task != "inference":
-            tail = (f"task {task} generates images (--images, --resolution)" if task == "diffusion"
-                    else f"task {task} serves no requests" + (" (its sequence is --seq)" if name == "context" else ""))
-            raise InvalidWorkload(f"{_shown(name, value)} applies to serving a language model (task inference); {tail}")
+            tail = (said("task {task} generates images (--images, --resolution)", task=task) if task == "diffusion"
+                    else said("task {task} serves no requests (its sequence is --seq)", task=task) if name == "context"
+                    else said("task {task} serves no requests", task=task))
+            raise InvalidWorkload(said("{name} applies to serving a language model (task inference); {tail}",
+                                       name=_shown(name, value), tail=tail))
     kv = options.get("kv_cache")
     if isinstance(kv, str):
         check_kv_cache_task(kv, task)
@@ -309,8 +328,8 @@ def check_diffusion_options(model: object, *, images: int | None, resolution: ob
         return
     given, vision = (("--images/--resolution/--vae-tiling", "--images-per-request, --image-resolution") if flags
                      else ("images, resolution and vae_tiling", "images_per_request, image_resolution"))
-    raise InvalidWorkload(f"{given} apply to diffusion pipelines; {model.name} is a language model (a vision model's "
-                          f"images: {vision})")
+    raise InvalidWorkload(said("{given} apply to diffusion pipelines; {model_name} is a language model (a vision "
+                               "model's images: {vision})", given=given, model_name=model.name, vision=vision))
 
 
 def _check_optimizer_state(workload: Workload) -> None:
@@ -320,16 +339,18 @@ def _check_optimizer_state(workload: Workload) -> None:
     copy and its moments in bf16 already."""
     state = workload.optimizer_state
     if state not in OPTIMIZER_STATES:
-        raise InvalidWorkload(f"--optimizer-state {state!r}: choose {', '.join(OPTIMIZER_STATES)}")
+        raise InvalidWorkload(said("--optimizer-state {state!r}: choose {OPTIMIZER_STATES}", state=state,
+                                   OPTIMIZER_STATES=', '.join(OPTIMIZER_STATES)))
     if workload.task != "train":
-        raise InvalidWorkload(f"--optimizer-state {state} sets full training's AdamW state (--task train), not task "
-                              f"{workload.task}")
+        raise InvalidWorkload(said("--optimizer-state {state} sets full training's AdamW state (--task train), "
+                                   "not task {task}", state=state, task=workload.task))
     if workload.optimizer != "adamw":
-        raise InvalidWorkload(f"--optimizer-state {state} is AdamW's state (Megatron-Core's precision-aware optimizer, "
-                              f"Apex's distributed Adam), not --optimizer {workload.optimizer}")
+        raise InvalidWorkload(said("--optimizer-state {state} is AdamW's state (Megatron-Core's precision-aware "
+                                   "optimizer, Apex's distributed Adam), not --optimizer {optimizer}", state=state,
+                                   optimizer=workload.optimizer))
     if workload.train_precision == "bf16-true":
-        raise InvalidWorkload(f"--optimizer-state {state} with --train-precision bf16-true: bf16-true already keeps "
-                              "no master copy and bf16 moments; use one or the other")
+        raise InvalidWorkload(said("--optimizer-state {state} with --train-precision bf16-true: bf16-true already "
+                                   "keeps no master copy and bf16 moments; use one or the other", state=state))
 
 
 def _check_activation_offload(workload: Workload) -> None:
@@ -340,24 +361,25 @@ def _check_activation_offload(workload: Workload) -> None:
     if n == 0:
         return
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise InvalidWorkload(f"--offload-activations {n!r}: a whole number of layers, 0 or more")
+        raise InvalidWorkload(said("--offload-activations {n!r}: a whole number of layers, 0 or more", n=n))
     if workload.task != "train":
-        raise InvalidWorkload(f"--offload-activations offloads full training's activations (--task train), not task "
-                              f"{workload.task}")
+        raise InvalidWorkload(said("--offload-activations offloads full training's activations (--task train), "
+                                   "not task {task}", task=workload.task))
     if workload.train_stack != "megatron":
-        raise InvalidWorkload("--offload-activations is Megatron-Core's CPU activation offloading; the PyTorch-native "
-                              "stack has none")
+        raise InvalidWorkload(said("--offload-activations is Megatron-Core's CPU activation offloading; the "
+                                   "PyTorch-native stack has none"))
     if workload.recompute not in (None, "none"):
-        raise InvalidWorkload(f"--offload-activations with --recompute {workload.recompute}: Megatron-Core offloads "
-                              "activations only when none are recomputed")
+        raise InvalidWorkload(said("--offload-activations with --recompute {recompute}: Megatron-Core offloads "
+                                   "activations only when none are recomputed", recompute=workload.recompute))
 
 
 def check_activation_offload_layout(layers: int, offload_layers: int, pp: int) -> None:
     """Refuse an activation offload the layout cannot run: Megatron-Core has no CPU offloading with pipeline stages,
     and it keeps at least one layer's activations on the GPU (``cpu_offloading_num_layers < num_layers``)."""
     if offload_layers and pp > 1:
-        raise InvalidWorkload(f"--offload-activations with pp {pp}: Megatron-Core offloads activations only without "
-                              "pipeline stages (--pp 1)")
+        raise InvalidWorkload(said("--offload-activations with pp {pp}: Megatron-Core offloads activations only "
+                                   "without pipeline stages (--pp 1)", pp=pp))
     if offload_layers >= layers:
-        raise InvalidWorkload(f"--offload-activations {offload_layers}: at most {layers - 1} of the model's {layers} "
-                              "layers (one stays on the GPU)")
+        raise InvalidWorkload(said("--offload-activations {offload_layers}: at most {value} of the model's "
+                                   "{layers} layers (one stays on the GPU)", offload_layers=offload_layers,
+                                   value=layers - 1, layers=layers))

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from anchorgpu.catalog.model import TERM_UNITS, Catalog, Offering, Option, Prices, TermUnit
-from anchorgpu.errors import PartialGpuRequested
+from anchorgpu.errors import PartialGpuRequested, said, said_template
 from anchorgpu.quotes.errors import InvalidOptionRequest, InvalidQuoteRequest, RegionNotOffered, UnpricedOffering
 from anchorgpu.quotes.model import Quote, QuoteLine
 from anchorgpu.units import (
@@ -94,8 +94,14 @@ def bill_term(prices: Prices, term: Term, *, what: str) -> Billing:
     own_price = prices[term.unit]
     if own_price is None:
         priced = [unit for unit, value in prices.items() if value is not None]
-        hint = f"; priced by the {', '.join(priced)}" if priced else "; price on request"
-        raise UnpricedOffering(f"{what} has no {term.unit}ly list price{hint}")
+        units = {"hour": said("hour"), "week": said("week"), "month": said("month")}  # the units, in words
+        hint = (said("; priced by the {first}", first=units[priced[0]]) if len(priced) == 1 else
+                said("; priced by the {first}, {second}", first=units[priced[0]], second=units[priced[1]])
+                if len(priced) == 2 else said("; price on request"))
+        template = {"hour": said_template("{what} has no hourly list price{hint}"),
+                    "week": said_template("{what} has no weekly list price{hint}"),
+                    "month": said_template("{what} has no monthly list price{hint}")}[term.unit]
+        raise UnpricedOffering(said(template, what=what, hint=hint))
     best = Billing(unit=term.unit, count=term.count, unit_price_usd=own_price)
     for unit in TERM_UNITS[TERM_UNITS.index(term.unit) + 1:]:
         price = prices[unit]
@@ -119,7 +125,7 @@ def run_term(offering: Offering, hours: int) -> Term | None:
     ('3000h', '5month')
     """
     if hours < 1:
-        raise InvalidQuoteRequest(f"a run of {hours} hours: a term is at least one hour")
+        raise InvalidQuoteRequest(said("a run of {hours} hours: a term is at least one hour", hours=hours))
     for unit in TERM_UNITS:
         if offering.prices_usd[unit] is not None:
             return Term(unit=unit, count=ceil_div(hours, _UNIT_HOURS[unit]))
@@ -181,20 +187,25 @@ def _normalize_options(options: Mapping[str, int] | Iterable[tuple[str, int]] | 
     for key, count in pairs:
         option_id = str(key).strip().lower()
         if isinstance(count, bool) or not isinstance(count, int):
-            raise InvalidOptionRequest(f"option {option_id}={count!r}: the count must be a whole number")
+            raise InvalidOptionRequest(said("option {option_id}={count!r}: the count must be a whole number",
+                                            option_id=option_id, count=count))
         if count < 0:
-            raise InvalidOptionRequest(f"option {option_id}={count}: the count cannot be negative")
+            raise InvalidOptionRequest(said("option {option_id}={count}: the count cannot be negative",
+                                            option_id=option_id, count=count))
         if option_id in merged:
-            raise InvalidOptionRequest(f"option {option_id!r} is given twice")
+            raise InvalidOptionRequest(said("option {option_id!r} is given twice", option_id=option_id))
         merged[option_id] = count
     return merged
 
 
 def _option_line(option: Option, per_server: int, offering: Offering, quantity: int, term: Term) -> QuoteLine:
     if not option.applies_to(offering):
-        raise InvalidOptionRequest(f"option {option.id!r} does not apply to {offering.kind} offerings")
+        raise InvalidOptionRequest(said("option {option_id!r} does not apply to {offering_kind} offerings",
+                                        option_id=option.id, offering_kind=offering.kind))
     if per_server > option.max_per_server:
-        raise InvalidOptionRequest(f"option {option.id}={per_server}: at most {option.max_per_server} per server")
+        raise InvalidOptionRequest(said("option {option_id}={per_server}: at most {max_per_server} per server",
+                                        option_id=option.id, per_server=per_server,
+                                        max_per_server=option.max_per_server))
     billing = bill_term(option.prices_usd, term, what=f"option {option.id!r}")
     return _line(kind="option", item=option.id, description=f"{option.name}: {per_server} x {option.unit} per server",
                  quantity=per_server * quantity, term=term, billing=billing)
@@ -205,8 +216,9 @@ def _whole_servers(quantity: object, offering: Offering) -> int:
     try:
         return require_whole_gpus(quantity, field="quantity")  # type: ignore[arg-type]
     except PartialGpuRequested as exc:
-        raise PartialGpuRequested(f"{exc.message}; quantity counts whole servers "
-                                  f"({offering.gpus} x {offering.gpu} each for {offering.id})") from exc
+        raise PartialGpuRequested(said("{exc_message}; quantity counts whole servers ({gpus} x {gpu} each for "
+                                       "{offering_id})", exc_message=exc.message, gpus=offering.gpus,
+                                       gpu=offering.gpu, offering_id=offering.id)) from exc
 
 
 def servers_for_gpus(offering: Offering, gpus: object) -> int:
@@ -220,8 +232,8 @@ def servers_for_gpus(offering: Offering, gpus: object) -> int:
     whole = require_whole_gpus(gpus, field="gpus")  # type: ignore[arg-type]
     if whole % offering.gpus:
         raise PartialGpuRequested(
-            f"gpus={whole}: {offering.id} is rented as whole {offering.gpus}-GPU servers; "
-            f"ask for a multiple of {offering.gpus} or choose a smaller server shape")
+            said("gpus={whole}: {offering_id} is rented as whole {gpus}-GPU servers; ask for a multiple of {gpus} "
+                 "or choose a smaller server shape", whole=whole, offering_id=offering.id, gpus=offering.gpus))
     return whole // offering.gpus
 
 
@@ -230,8 +242,9 @@ def _resolve_region(offering: Offering, region: str | None, catalog: Catalog) ->
         return offering.region
     wanted = catalog.region(region).id  # UnknownEntity with did-you-mean for a region nobody has
     if wanted not in offering.regions:
-        raise RegionNotOffered(f"offering {offering.id!r} is not listed in region {wanted!r} "
-                               f"(listed in: {', '.join(offering.regions)})")
+        raise RegionNotOffered(said("offering {offering_id!r} is not listed in region {wanted!r} (listed in: "
+                                    "{regions})", offering_id=offering.id, wanted=wanted,
+                                    regions=', '.join(offering.regions)))
     return wanted
 
 
@@ -244,7 +257,7 @@ def _statement(egress_tb: Decimal, term: Term, servers: int, per_server_tb: int)
 
 def _check_now(now: datetime) -> None:
     if now.tzinfo is None or now.utcoffset() is None:
-        raise InvalidQuoteRequest("now must be timezone-aware (UTC), not a naive datetime")
+        raise InvalidQuoteRequest(said("now must be timezone-aware (UTC), not a naive datetime"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -320,7 +333,8 @@ def price_quote(
     """
     _check_now(now)
     if isinstance(validity_s, bool) or not isinstance(validity_s, int) or validity_s <= 0:
-        raise InvalidQuoteRequest(f"validity_s={validity_s!r}: a quote must hold for a positive whole number of seconds")
+        raise InvalidQuoteRequest(said("validity_s={validity_s!r}: a quote must hold for a positive whole number "
+                                       "of seconds", validity_s=validity_s))
     offering = catalog.offering(offering_id)
     servers = _whole_servers(quantity, offering)
     where = _resolve_region(offering, region, catalog)

@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any, cast
 
 from anchorgpu.catalog.model import TERM_UNITS, TermUnit
-from anchorgpu.errors import InvalidInput
+from anchorgpu.errors import InvalidInput, said
 from anchorgpu.quotes.model import LineKind, Quote, QuoteLine
 from anchorgpu.units import Term
 
@@ -65,14 +65,15 @@ def quote_to_json(quote: Quote) -> dict[str, Any]:
 
 def _unit(value: object) -> TermUnit:
     if value not in TERM_UNITS:
-        raise InvalidInput(f"quote JSON: term unit {value!r} is not one of {', '.join(TERM_UNITS)}")
+        raise InvalidInput(said("quote JSON: term unit {value!r} is not one of {TERM_UNITS}", value=value,
+                                TERM_UNITS=', '.join(TERM_UNITS)))
     return value
 
 
 def _line_from_json(data: dict[str, Any]) -> QuoteLine:
     kind = data["kind"]
     if kind not in ("servers", "option"):
-        raise InvalidInput(f"quote JSON: line kind {kind!r}")
+        raise InvalidInput(said("quote JSON: line kind {kind!r}", kind=kind))
     return QuoteLine(
         kind=cast(LineKind, kind),
         item=str(data["item"]),
@@ -114,4 +115,4 @@ def quote_from_json(data: dict[str, Any]) -> Quote:
             statement=str(data["nothing_else_billed"]),
         )
     except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
-        raise InvalidInput(f"quote JSON is malformed: {type(exc).__name__}: {exc}") from exc
+        raise InvalidInput(said("quote JSON is malformed: {name__}: {exc}", name__=type(exc).__name__, exc=exc)) from exc

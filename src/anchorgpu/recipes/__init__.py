@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.plan import Plan
 from anchorgpu.recipes._common import (
     KINDS,
+    RECIPE_OPTION,
     SERVING_KINDS,
     TRAINING_KINDS,
     Recipe,
@@ -57,25 +58,29 @@ def check_kind(kind: str, *, diffusion: bool = False, engine: str | None = None,
     """
     key = kind.strip().lower()
     if key not in KINDS:
-        raise InvalidWorkload(f"--recipe {kind!r}: unknown kind; choose one of {', '.join(KINDS)}",
+        raise InvalidWorkload(said("{option} {kind!r}: unknown kind; choose one of {KINDS}", option=RECIPE_OPTION, kind=kind,
+                                   KINDS=', '.join(KINDS)),
                               code="recipe_not_expressible")
     if diffusion:
-        raise InvalidWorkload(f"--recipe {key}: diffusion pipelines have no launch recipe yet",
+        raise InvalidWorkload(said("{option} {key}: diffusion pipelines have no launch recipe yet", option=RECIPE_OPTION, key=key),
                               code="recipe_not_expressible")
     if task in ("train", "lora", "qlora") and key in SERVING_KINDS:
-        raise InvalidWorkload(f"--recipe {key}: a serving engine for a {task} plan (use torchrun-fsdp, deepspeed or "
-                              "accelerate)", code="recipe_not_expressible")
+        raise InvalidWorkload(said("{option} {key}: a serving engine for a {task} plan (use torchrun-fsdp, "
+                                   "deepspeed or accelerate)", option=RECIPE_OPTION, key=key, task=task), code="recipe_not_expressible")
     if task == "inference" and key in TRAINING_KINDS:
-        raise InvalidWorkload(f"--recipe {key}: a training recipe for an inference plan (use vllm, sglang or trtllm)",
+        raise InvalidWorkload(said("{option} {key}: a training recipe for an inference plan (use vllm, sglang or "
+                                   "trtllm)", option=RECIPE_OPTION, key=key),
                               code="recipe_not_expressible")
     if engine == "trtllm" and key in SERVING_KINDS and key != "trtllm":
-        raise InvalidWorkload(f"--recipe {key}: the plan is sized for TensorRT-LLM (--engine trtllm), whose KV cache and "
-                              f"admission differ; plan with --engine {key} (or without --engine) for a {key} launch",
+        raise InvalidWorkload(said("{option} {key}: the plan is sized for TensorRT-LLM (--engine trtllm), whose "
+                                   "KV cache and admission differ; plan with --engine {key} (or without --engine) "
+                                   "for a {key} launch", option=RECIPE_OPTION, key=key),
                               code="recipe_not_expressible")
     if engine in ("vllm", "sglang") and key in SERVING_KINDS and key != engine:
         named = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
-        raise InvalidWorkload(f"--recipe {key}: the plan is sized for {named} (--engine {engine}), whose memory budget "
-                              f"and admission differ; plan with --engine {key} (or without --engine) for a {key} launch",
+        raise InvalidWorkload(said("{option} {key}: the plan is sized for {named} (--engine {engine}), whose "
+                                   "memory budget and admission differ; plan with --engine {key} (or without "
+                                   "--engine) for a {key} launch", option=RECIPE_OPTION, key=key, named=named, engine=engine),
                               code="recipe_not_expressible")
     return key
 
@@ -90,19 +95,23 @@ def check_fits(plan: Plan, kind: str, *, where: str | None = None, fixed_gpus: b
     if plan.fits is not False:
         return
     gpu = plan.gpu.name if plan.gpu is not None else "GPU"
-    line = f"the plan does not fit on {where or f'{plan.layout.gpus} x {gpu}'}"
-    if plan.headroom_bytes is not None:
-        line += f" (short by {fmt_bytes(-plan.headroom_bytes)} per GPU)"
+    fit = said("the plan does not fit on {where}", where=where or f"{plan.layout.gpus} x {gpu}")
+    short = (said(" (short by {short} per GPU)", short=fmt_bytes(-plan.headroom_bytes))
+             if plan.headroom_bytes is not None else "")
+    then: str = ""
     if not fixed_gpus:
         if plan.suggestions:
-            line += f"; plan with {plan.suggestions[0].change} first"
+            then = said("; plan with {change} first", change=plan.suggestions[0].change)
     else:
         same = [s for s in plan.suggestions if s.gpus == plan.layout.gpus]
         if same:  # the allocation's launch takes the training sequence as --context
-            line += f"; it would fit with {same[0].change.replace('--seq ', '--context ')}"
+            then = said("; it would fit with {change}", change=same[0].change.replace("--seq ", "--context "))
         elif plan.suggestions:
-            line += f"; it needs {plan.suggestions[0].gpus} GPUs ({plan.suggestions[0].change})"
-    raise InvalidWorkload(f"--recipe {kind}: {line}", code="recipe_not_expressible")
+            then = said("; it needs {gpus} GPUs ({change})", gpus=plan.suggestions[0].gpus,
+                        change=plan.suggestions[0].change)
+    line = said("{fit}{short}{then}", fit=fit, short=short, then=then)
+    raise InvalidWorkload(said("{option} {kind}: {line}", option=RECIPE_OPTION, kind=kind, line=line),
+                          code="recipe_not_expressible")
 
 
 def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Recipe:
@@ -115,8 +124,9 @@ def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Reci
     check_fits(plan, key)
     where = target or default_target(plan)
     if where.nodes * where.gpus_per_node != plan.layout.gpus:
-        raise InvalidWorkload(f"--recipe {key}: {where.nodes} server(s) x {where.gpus_per_node} GPUs is not the "
-                              f"plan's {plan.layout.gpus} GPUs", code="recipe_not_expressible")
+        raise InvalidWorkload(said("{option} {key}: {nodes} server(s) x {gpus_per_node} GPUs is not the plan's "
+                                   "{gpus} GPUs", option=RECIPE_OPTION, key=key, nodes=where.nodes, gpus_per_node=where.gpus_per_node,
+                                   gpus=plan.layout.gpus), code="recipe_not_expressible")
     # a package its software sees as several devices (MI250X: 2 GCDs) launches over the devices, planned again there
     launch, where, note = device_plan(plan, key, where)
     if key in SERVING_KINDS:

@@ -14,7 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.engine_choice import TRAINING_RECIPES
 from anchorgpu.planner.inputs import TRAINING_TASKS
 from anchorgpu.planner.plan import Plan
@@ -50,9 +50,15 @@ class Target:
     name: str = "anchorgpu"
 
 
+RECIPE_OPTION = "--recipe"
+"""The option a launch's refusal names (``{option}`` in its line): ``plan --recipe``'s; an allocation's launch says it
+again with its own, ``--kind`` (:func:`anchorgpu.allocations.recipe.named_as_kind`)."""
+
+
 def not_expressible(kind: str, reason: str) -> InvalidWorkload:
     """The one-line refusal (exit 2, HTTP 422) when a recipe cannot say what the plan needs."""
-    return InvalidWorkload(f"--recipe {kind}: {reason}", code="recipe_not_expressible")
+    return InvalidWorkload(said("{option} {kind}: {reason}", option=RECIPE_OPTION, kind=kind, reason=reason),
+                           code="recipe_not_expressible")
 
 
 @cache
@@ -120,8 +126,8 @@ def default_target(plan: Plan, gpus_per_node: int = 8) -> Target:
     if gpus <= gpus_per_node:
         return Target(nodes=1, gpus_per_node=gpus)
     if gpus % gpus_per_node:
-        raise InvalidWorkload(f"{gpus} GPUs do not fill servers of {gpus_per_node} evenly: plan a multiple of "
-                              f"{gpus_per_node}", code="recipe_not_expressible")
+        raise InvalidWorkload(said("{gpus} GPUs do not fill servers of {gpus_per_node} evenly: plan a multiple of "
+                                   "{gpus_per_node}", gpus=gpus, gpus_per_node=gpus_per_node), code="recipe_not_expressible")
     return Target(nodes=gpus // gpus_per_node, gpus_per_node=gpus_per_node)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.plan import Plan
 from anchorgpu.recipes._common import Recipe, Target, flag_data, is_training, not_expressible
 from anchorgpu.recipes.serving import serving_recipe
@@ -37,7 +37,9 @@ def _inner(plan: Plan, target: Target, outer: str) -> Recipe:
         prefix = f"--recipe {kind}: "
         if exc.code != "recipe_not_expressible" or not exc.message.startswith(prefix):
             raise
-        raise not_expressible(outer, f"{exc.message.removeprefix(prefix)} (in its {kind} launch)") from exc
+        reason = exc.said.values.get("reason") if exc.said is not None else None  # its own words, said with their id
+        raise not_expressible(outer, said("{reason} (in its {kind} launch)",
+                                          reason=reason or exc.message.removeprefix(prefix), kind=kind)) from exc
 
 
 def _name(plan: Plan) -> str:
@@ -52,7 +54,7 @@ def _single_line(command: str) -> str:
 
 def _accelerator(plan: Plan, kind: str, assumptions: list[str]) -> str:
     if plan.gpu is None:
-        raise not_expressible(kind, "no GPU named in the plan: add --gpu")
+        raise not_expressible(kind, said("no GPU named in the plan: add --gpu"))
     names: dict[str, str] = flag_data("skypilot_accelerators")["names"]
     name = names.get(plan.gpu.name)
     if name is None:
@@ -64,9 +66,10 @@ def _accelerator(plan: Plan, kind: str, assumptions: list[str]) -> str:
 def _spans_servers(plan: Plan, target: Target, kind: str) -> None:
     lay = plan.layout
     if not is_training(plan) and lay.tp * lay.pp > target.gpus_per_node:
-        raise not_expressible(kind, f"one serving replica spans {lay.tp * lay.pp} GPUs over servers of "
-                                    f"{target.gpus_per_node}: that needs a Ray cluster per replica, which this recipe "
-                                    "does not write (plan TP x PP within one server)")
+        raise not_expressible(kind, said("one serving replica spans {value} GPUs over servers of {gpus_per_node}: "
+                                         "that needs a Ray cluster per replica, which this recipe does not write "
+                                         "(plan TP x PP within one server)", value=lay.tp * lay.pp,
+                                         gpus_per_node=target.gpus_per_node))
 
 
 def _file_commands(files: tuple[tuple[str, str], ...]) -> str:
@@ -169,7 +172,7 @@ def k8s_recipe(plan: Plan, target: Target) -> Recipe:
     assumptions: list[str] = [f"/dev/shm: a {_SHM} memory-backed volume."]
     _spans_servers(plan, target, "k8s")
     if plan.gpu is None:
-        raise not_expressible("k8s", "no GPU named in the plan: add --gpu")
+        raise not_expressible("k8s", said("no GPU named in the plan: add --gpu"))
     inner = _inner(plan, target, "k8s")
     name = _name(plan)
     labels = {"app": name}

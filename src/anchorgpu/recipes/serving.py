@@ -12,11 +12,13 @@ import math
 import shlex
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import said
 from anchorgpu.planner.engine_startup import longest_one_sequence
 from anchorgpu.planner.inference import DEFAULT_REQUEST_NOTE
+from anchorgpu.planner.inputs import Workload
 from anchorgpu.planner.plan import Plan
 from anchorgpu.planner.sglang import SGLANG_MAX_PREFILL_TOKENS
-from anchorgpu.planner.validate import vllm_nvfp4_refusal
+from anchorgpu.planner.validate import _ENGINE_NAMES, vllm_nvfp4_refusal
 from anchorgpu.recipes._common import Recipe, Target, flag_data, model_ref, not_expressible, shell_join
 from anchorgpu.units import fmt_bytes
 
@@ -42,14 +44,16 @@ def _weights(plan: Plan, model: ModelSpec, kind: str, assumptions: list[str]) ->
         return None
     if fmt in _DTYPE:
         if shipped is not None:
-            raise not_expressible(kind, f"the plan loads {plan.model.name} as {fmt}, but the checkpoint ships "
-                                        f"{shipped}; engines do not dequantize at load time (plan without --weights)")
+            raise not_expressible(kind, said("the plan loads {model_name} as {fmt}, but the checkpoint ships "
+                                             "{shipped}; engines do not dequantize at load time (plan without "
+                                             "--weights)", model_name=plan.model.name, fmt=fmt, shipped=shipped))
         return None
     online = _ONLINE[kind].get(fmt)
     if online is None:
         can = "/".join(("bf16", *_ONLINE[kind]))
-        raise not_expressible(kind, f"{kind} cannot quantize a 16-bit checkpoint to {fmt} while loading: plan a "
-                                    f"checkpoint published in {fmt} (its config.json), or --weights {can}")
+        raise not_expressible(kind, said("{kind} cannot quantize a 16-bit checkpoint to {fmt} while loading: plan "
+                                         "a checkpoint published in {fmt} (its config.json), or --weights {can}",
+                                         kind=kind, fmt=fmt, can=can))
     assumptions.append(f"Weights: {fmt} quantized by the engine while loading the 16-bit checkpoint "
                        f"(--quantization {online}).")
     return online
@@ -74,8 +78,8 @@ def _kv(plan: Plan, kind: str) -> str | None:
     kv = plan.precision.kv_cache
     if kv == "fp8":
         if plan.gpu is not None and not plan.gpu.fp8_hardware:
-            raise not_expressible(kind, f"an FP8 KV cache on {plan.gpu.display_name}, which has no FP8 hardware "
-                                        "(plan with --kv-cache bf16)")
+            raise not_expressible(kind, said("an FP8 KV cache on {display_name}, which has no FP8 hardware (plan "
+                                             "with --kv-cache bf16)", display_name=plan.gpu.display_name))
         return {"vllm": "fp8", "sglang": "fp8_e4m3", "trtllm": "fp8"}[kind]
     if kv == "nvfp4":
         gpu = plan.gpu
@@ -91,20 +95,37 @@ def _kv(plan: Plan, kind: str) -> str | None:
             engine = {"sglang": "SGLang runs --kv-cache-dtype nvfp4 on Blackwell SM100 or SM120 only "
                                 "(kv_cache_hook.handle_kv4_compatibility)",
                       "trtllm": "TensorRT-LLM runs an NVFP4 KV cache on Blackwell GPUs only"}[kind]
-            raise not_expressible(kind, f"an NVFP4 KV cache on {gpu.display_name}: {engine} (plan with --kv-cache "
-                                        f"{'fp8' if gpu.fp8_hardware else 'bf16'}, or use --recipe vllm)")
+            raise not_expressible(kind, said("an NVFP4 KV cache on {display_name}: {engine} (plan with --kv-cache "
+                                             "{value}, or use --recipe vllm)", display_name=gpu.display_name,
+                                             engine=engine, value='fp8' if gpu.fp8_hardware else 'bf16'))
         return "nvfp4"
     q = plan.model.quantization if isinstance(plan.model, ModelSpec) else None
     if q is None or q.kv_cache is None:
         return None
     if kind == "trtllm":
-        raise not_expressible(kind, f"a {kv} KV cache for a checkpoint that ships an {q.kv_cache.upper()} one: "
-                                    "TensorRT-LLM runs the checkpoint's kv_cache_quant_algo unless kv_cache_config.dtype "
-                                    "names fp8 or nvfp4 (use --recipe vllm or sglang)")
+        raise not_expressible(kind, said("a {kv} KV cache for a checkpoint that ships an {upper} one: "
+                                         "TensorRT-LLM runs the checkpoint's kv_cache_quant_algo unless "
+                                         "kv_cache_config.dtype names fp8 or nvfp4 (use --recipe vllm or sglang)",
+                                         kv=kv, upper=q.kv_cache.upper()))
     if kind == "sglang" and kv != "bf16":
-        raise not_expressible(kind, f"a {kv} KV cache: SGLang's --kv-cache-dtype has bf16 but no fp16 "
-                                    "(plan with --kv-cache bf16)")
+        raise not_expressible(kind, said("a {kv} KV cache: SGLang's --kv-cache-dtype has bf16 but no fp16 (plan "
+                                         "with --kv-cache bf16)", kv=kv))
     return {"bf16": "bfloat16", "fp16": "float16"}[kv]
+
+
+def _planned_engine(w: Workload) -> str:
+    """The engine a launch line says the plan was sized for: the ``--engine`` the user gave (the API and the pages
+    name it as their field), else the launch's own engine, in words every face shares, since the launch kind chose it
+    there (``plan --recipe``, the request's ``recipe``, an allocation's ``--kind`` / ``kind``) and no engine option was
+    given to name.
+
+    >>> from types import SimpleNamespace as W
+    >>> _planned_engine(W(engine="sglang", engine_source="given")), _planned_engine(W(engine="trtllm", engine_source="recipe"))
+    ('--engine sglang', "TensorRT-LLM, this launch's engine")
+    """
+    if w.engine_source == "given":
+        return f"--engine {w.engine}"
+    return f"{_ENGINE_NAMES.get(w.engine, w.engine)}, this launch's engine"
 
 
 def _sglang_fraction(plan: Plan, assumptions: list[str]) -> str:
@@ -115,7 +136,7 @@ def _sglang_fraction(plan: Plan, assumptions: list[str]) -> str:
     if w.engine == "sglang":  # the plan is SGLang's own: its mem_fraction_static, its pool and reserve
         derived = any(a.startswith("Serving engine sized like SGLang: mem_fraction_static") and "(given)" not in a
                       for a in plan.assumptions)
-        assumptions.append(f"--mem-fraction-static {w.gpu_memory_utilization:g} as planned (--engine sglang"
+        assumptions.append(f"--mem-fraction-static {w.gpu_memory_utilization:g} as planned ({_planned_engine(w)}"
                            + (", SGLang's own default for this GPU and layout, written out" if derived else "")
                            + "): the weights and the KV pool take that share of the memory free at start.")
         return f"{w.gpu_memory_utilization:g}"
@@ -166,8 +187,8 @@ def _replicas(plan: Plan, target: Target, assumptions: list[str], kind: str) -> 
 
 def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     if plan.workload.task != "inference" or not isinstance(plan.model, ModelSpec):
-        raise not_expressible(kind, f"a serving engine for a {plan.workload.task} plan (use torchrun-fsdp, deepspeed "
-                                    "or accelerate)")
+        raise not_expressible(kind, said("a serving engine for a {task} plan (use torchrun-fsdp, deepspeed or "
+                                         "accelerate)", task=plan.workload.task))
     spec = plan.model
     assumptions: list[str] = []
     cannot: list[str] = []
@@ -178,20 +199,23 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     dp, _separate = _replicas(plan, target, assumptions, kind)
     adp = lay.attention_dp
     if adp and lay.gpus // lay.attention_dp_groups > target.gpus_per_node:
-        raise not_expressible(kind, f"attention data parallelism with EP {lay.ep} spans {lay.gpus} GPUs over servers of "
-                                    f"{target.gpus_per_node}: this recipe writes one server's launch; plan it on one "
-                                    f"server (or several, --ep {target.gpus_per_node} an engine each) or give --tp "
-                                    "and --dp")
+        raise not_expressible(kind, said("attention data parallelism with EP {ep} spans {gpus} GPUs over servers "
+                                         "of {gpus_per_node}: this recipe writes one server's launch; plan it on "
+                                         "one server (or several, --ep {gpus_per_node} an engine each) or give "
+                                         "--tp and --dp", ep=lay.ep, gpus=lay.gpus,
+                                         gpus_per_node=target.gpus_per_node))
     if adp and kind == "trtllm" and lay.tp > 1:
-        raise not_expressible(kind, f"attention data parallelism with TP {lay.tp} a replica: TensorRT-LLM's "
-                                    "enable_attention_dp runs each GPU's attention alone (TP 1); plan --tp 1")
+        raise not_expressible(kind, said("attention data parallelism with TP {tp} a replica: TensorRT-LLM's "
+                                         "enable_attention_dp runs each GPU's attention alone (TP 1); plan --tp 1",
+                                         tp=lay.tp))
     replica_nodes = math.ceil(lay.tp * lay.pp / target.gpus_per_node)
     if replica_nodes > 1:
         if kind == "trtllm":
-            raise not_expressible(kind, f"one replica spans {lay.tp * lay.pp} GPUs over servers of "
-                                        f"{target.gpus_per_node}: trtllm-serve then runs under an MPI launcher "
-                                        "(mpirun / srun with trtllm-llmapi-launch) that this recipe does not write; "
-                                        "plan TP x PP within one server, or use --recipe vllm or sglang")
+            raise not_expressible(kind, said("one replica spans {value} GPUs over servers of {gpus_per_node}: "
+                                             "trtllm-serve then runs under an MPI launcher (mpirun / srun with "
+                                             "trtllm-llmapi-launch) that this recipe does not write; plan TP x PP "
+                                             "within one server, or use --recipe vllm or sglang",
+                                             value=lay.tp * lay.pp, gpus_per_node=target.gpus_per_node))
         if kind == "vllm":
             assumptions.append(f"One replica spans {lay.tp * lay.pp} GPUs over {replica_nodes} servers of "
                                f"{target.gpus_per_node}: start a Ray cluster over them first (ray start --head on one, "
@@ -316,7 +340,7 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
         files = (("trtllm_config.yaml", config),)
         parts += ["--config", "trtllm_config.yaml", "--host", "0.0.0.0", "--port", "8000"]
         if w.engine == "trtllm":
-            assumptions.append("--free_gpu_memory_fraction as planned (--engine trtllm): the KV cache takes that share "
+            assumptions.append(f"--free_gpu_memory_fraction as planned ({_planned_engine(w)}): the KV cache takes that share "
                                "of the memory free after the weights and the profiling pass.")
         else:
             assumptions.append("trtllm-serve's --free_gpu_memory_fraction is the share of the memory left after the "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from anchorgpu.errors import said
 from anchorgpu.planner.plan import Plan
 from anchorgpu.recipes._common import (
     Recipe,
@@ -92,8 +93,9 @@ def _bf16_state_notes(plan: Plan, stage: int, kind: str, assumptions: list[str],
     w, lay = plan.workload, plan.layout
     if lay.offload != "none":
         if w.optimizer != "adamw":
-            raise not_expressible(kind, f"a bf16 optimizer state with offload runs only DeepSpeedCPUAdam in DeepSpeed "
-                                        f"(not {w.optimizer}); plan --optimizer adamw or use --recipe torchrun-fsdp")
+            raise not_expressible(kind, said("a bf16 optimizer state with offload runs only DeepSpeedCPUAdam in "
+                                             "DeepSpeed (not {optimizer}); plan --optimizer adamw or use --recipe "
+                                             "torchrun-fsdp", optimizer=w.optimizer))
         cannot.append("With offload the optimizer must be DeepSpeedCPUAdam(..., fp32_optimizer_states=False), else "
                       "DeepSpeed refuses bf16_optimizer_states; an \"optimizer\" section of type AdamW is built so.")
     if w.train_precision == "bf16-true" and lay.offload == "none" and plan.breakdown.get("master_weights_bytes", 0):
@@ -121,11 +123,12 @@ def _precision(plan: Plan, kind: str) -> str:
     """bf16 or fp8 (Transformer Engine); FP4 training is refused everywhere."""
     p = plan.workload.train_precision
     if p == "fp4":
-        raise not_expressible(kind, "FP4 training has no switch in this framework's launch or config")
+        raise not_expressible(kind, said("FP4 training has no switch in this framework's launch or config"))
     if p == "fp8":
         if kind == "deepspeed":
-            raise not_expressible(kind, "ds_config.json has no FP8 training switch (Transformer Engine is set up in "
-                                        "the model code); use --recipe accelerate or plan --train-precision mixed")
+            raise not_expressible(kind, said("ds_config.json has no FP8 training switch (Transformer Engine is "
+                                             "set up in the model code); use --recipe accelerate or plan "
+                                             "--train-precision mixed"))
         return "fp8"
     return "bf16"
 
@@ -159,13 +162,17 @@ def _bf16_true_weights(plan: Plan, kind: str, cannot: list[str]) -> None:
 def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[str]) -> None:
     lay, w = plan.layout, plan.workload
     if not is_training(plan):
-        raise not_expressible(kind, f"a training recipe for {'an' if w.task[:1] in 'aeiou' else 'a'} {w.task} plan "
-                                    "(use vllm, sglang or trtllm)")
+        if w.task[:1] in "aeiou":
+            raise not_expressible(kind, said("a training recipe for an {task} plan (use vllm, sglang or trtllm)",
+                                             task=w.task))
+        raise not_expressible(kind, said("a training recipe for a {task} plan (use vllm, sglang or trtllm)",
+                                         task=w.task))
     if lay.pp > 1:
         zero2 = ("; ZeRO-2 with stages is Llama 3's own FSDP, which neither runs (torchtitan holds the gradients "
                  "whole under stages: plan --zero 1 for its memory)" if lay.zero == 2 else "")
-        raise not_expressible(kind, f"pipeline parallelism (PP {lay.pp}) has no setting here; plan with --pp 1 "
-                                    f"(--pp 1 --fsdp, say) or launch it with Megatron-LM / torchtitan{zero2}")
+        raise not_expressible(kind, said("pipeline parallelism (PP {pp}) has no setting here; plan with --pp 1 "
+                                         "(--pp 1 --fsdp, say) or launch it with Megatron-LM / torchtitan{zero2}",
+                                         pp=lay.pp, zero2=zero2))
     if w.recompute in ("selective", "moe"):
         assumptions.append(f"Recompute: {w.recompute} was planned; frameworks checkpoint whole layers, which stores "
                            "less (slower, still fits).")
@@ -243,15 +250,16 @@ def ds_config(plan: Plan, steps: TrainSteps, assumptions: list[str], cannot: lis
     lay = plan.layout
     _precision(plan, "deepspeed")
     if lay.tp > 1 or lay.cp > 1:
-        raise not_expressible("deepspeed", f"TP {lay.tp} / CP {lay.cp}: ds_config.json (0.19.8) has no tensor- or "
-                                           "context-parallel size; plan with --tp 1 --cp 1 or use --recipe accelerate")
+        raise not_expressible("deepspeed", said("TP {tp} / CP {cp}: ds_config.json (0.19.8) has no tensor- or "
+                                                "context-parallel size; plan with --tp 1 --cp 1 or use --recipe "
+                                                "accelerate", tp=lay.tp, cp=lay.cp))
     stage = _zero_stage(plan, assumptions)
     zero = zero_optimization(plan, stage, assumptions)
     if lay.offload in ("optimizer", "params"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     if lay.offload == "params":
         if stage != 3:
-            raise not_expressible("deepspeed", "parameter offload needs ZeRO stage 3 (plan with --zero 3)")
+            raise not_expressible("deepspeed", said("parameter offload needs ZeRO stage 3 (plan with --zero 3)"))
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
     if stage == 3:
         zero["stage3_gather_16bit_weights_on_model_save"] = True

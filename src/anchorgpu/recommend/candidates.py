@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from anchorgpu.catalog import Catalog, Offering
+from anchorgpu.errors import said
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.sweep import SweepResult
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
@@ -74,8 +75,10 @@ def over_budget_reason(price_usd: Decimal, max_usd: Decimal, *, run: bool = Fals
     >>> over_budget_reason(Decimal("1241.00"), Decimal("500")), over_budget_reason(Decimal("9.5"), Decimal("5"), run=True)
     ('over the budget: $1,241.00 > $500.00', "over the budget: the run's $9.50 > $5.00")
     """
-    whose = "the run's " if run else ""
-    return f"over the budget: {whose}{_dollars(price_usd)} > {_dollars(max_usd)}"
+    if run:
+        return said("over the budget: the run's {price_usd} > {max_usd}", price_usd=_dollars(price_usd),
+                    max_usd=_dollars(max_usd))
+    return said("over the budget: {price_usd} > {max_usd}", price_usd=_dollars(price_usd), max_usd=_dollars(max_usd))
 
 
 def over_budget(c: Candidate, max_usd: Decimal) -> Rejection:
@@ -93,8 +96,9 @@ def run_refusal(run_hours: int | None) -> str | None:
     """
     if run_hours is None or run_hours <= MAX_TERM_HOURS:
         return None
-    return (f"the run takes {run_hours:,} h, longer than the longest term a quote prices ({MAX_TERM_HOURS:,} h, "
-            "10 years): it cannot be booked; more GPUs (more servers, or an offering with more GPUs) shorten it")
+    return (said("the run takes {run_hours:,} h, longer than the longest term a quote prices ({MAX_TERM_HOURS:,} "
+                 "h, 10 years): it cannot be booked; more GPUs (more servers, or an offering with more GPUs) "
+                 "shorten it", run_hours=run_hours, MAX_TERM_HOURS=MAX_TERM_HOURS))
 
 
 def candidate(result: SweepResult, i: int, offering: Offering, shape: int, servers: int, quote: ServersPrice,
@@ -205,11 +209,13 @@ def _also_rejected(reason: str, others: dict[int, str]) -> str:
     own = _over_budget(reason)
     same = [n for n in sorted(others) if _over_budget(others[n]) == own]
     other = [n for n in sorted(others) if _over_budget(others[n]) != own]
-    parts = [f"also rejected with {', '.join(map(str, same))} servers"] if same else []
+    parts = [said("also rejected with {counts} servers", counts=", ".join(map(str, same)))] if same else []
     if other:
-        parts.append(f"with {', '.join(map(str, other))} servers: "
-                     + ("another reason than the budget" if own else "over the budget"))
-    return f" ({'; '.join(parts)})"
+        counts = ", ".join(map(str, other))
+        parts.append(said("with {counts} servers: another reason than the budget", counts=counts) if own
+                     else said("with {counts} servers: over the budget", counts=counts))
+    return said(" ({parts})", parts=said("{first}; {second}", first=parts[0], second=parts[1]) if len(parts) == 2
+                else parts[0])
 
 
 def one_per_offering(rejected: Sequence[Rejection]) -> list[Rejection]:
@@ -226,6 +232,6 @@ def one_per_offering(rejected: Sequence[Rejection]) -> list[Rejection]:
         others = {n: why for n, why in reasons[r.offering].items() if n != r.servers}
         if others:
             r = Rejection(offering=r.offering, servers=r.servers, total_usd=r.total_usd,
-                          reason=r.reason + _also_rejected(r.reason, others))
+                          reason=said("{reason}{also}", reason=r.reason, also=_also_rejected(r.reason, others)))
         out.append(r)
     return out

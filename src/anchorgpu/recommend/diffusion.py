@@ -15,7 +15,7 @@ from typing import Any
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec
 from anchorgpu.catalog import Catalog, Offering
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.quotes import UnpricedOffering, price_quote
@@ -41,7 +41,7 @@ def recommend_diffusion(
     """One server of each offering whose GPU holds ``pipe`` for ``workload`` (task diffusion), cheapest first."""
     the_term = quotable_term(term)  # priced as `quote` prices it: no longer than it quotes
     if top < 1:
-        raise InvalidWorkload(f"top={top}: at least one result")
+        raise InvalidWorkload(said("top={top}: at least one result", top=top))
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
     precision = PrecisionPlan(weights=weights)
     probe = plan(pipe, workload, precision=precision, layout=Layout(gpus=1), suggest=False)  # one-line errors
@@ -57,13 +57,13 @@ def recommend_diffusion(
             quote = price_quote(catalog, offering.id, 1, the_term, None, now)
         except UnpricedOffering as exc:
             rejected.append(Rejection(offering=offering.id, servers=1, total_usd=None,
-                                      reason=f"unpriced for this term: {exc.message}"))
+                                      reason=said("unpriced for this term: {exc_message}", exc_message=exc.message)))
             continue
         per_gpu = result.per_gpu
         if not result.fits:
             rejected.append(Rejection(offering=offering.id, servers=1, total_usd=quote.total_usd, reason=(
-                f"does not fit: one replica needs {fmt_bytes(per_gpu.total_bytes)} per GPU of "
-                f"{fmt_bytes(result.budget_bytes)} usable")))
+                said("does not fit: one replica needs {total_bytes} per GPU of {budget_bytes} usable",
+                     total_bytes=fmt_bytes(per_gpu.total_bytes), budget_bytes=fmt_bytes(result.budget_bytes)))))
             continue
         if max_usd is not None and quote.total_usd > max_usd:
             rejected.append(Rejection(offering=offering.id, servers=1, total_usd=quote.total_usd,

@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from anchorgpu.catalog import Catalog, Offering
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware import get_gpu
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.engine_choice import engine_refusal, engine_weights_refusal
@@ -69,29 +69,33 @@ def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog
         rejected.append(Rejection(offering=offering.id, servers=1, total_usd=total, reason=reason))
     if not able:
         if not rejected:  # nothing to consider at all (the API's filters matched no offering)
-            raise InvalidWorkload("no offering in the catalog matches the filters given (gpu, region, provider, "
-                                  "servers)")
+            raise InvalidWorkload(said("no offering in the catalog matches the filters given (gpu, region, "
+                                       "provider, servers)"))
         if workload.task == "inference" and kv_caches and all(k == "nvfp4" for k in kv_caches):
             where = {"vllm": "a GPU where vLLM or SGLang runs it (vLLM: NVIDIA compute capability 8.0-12.1, not "
                               "for MLA; SGLang: Blackwell)",
                      "sglang": "a Blackwell GPU (SGLang runs it on SM100 or SM120 only)"}.get(
                 workload.engine, "a GPU with NVFP4 hardware (TensorRT-LLM runs it on Blackwell GPUs only)")
             engine = serving_engine_named(workload.engine, workload.engine_source)
-            raise InvalidWorkload(f"--kv-cache nvfp4 with {engine}: no offering considered has {where}")
+            raise InvalidWorkload(said("--kv-cache nvfp4 with {engine}: no offering considered has {where}",
+                                       engine=engine, where=where))
         nvidia = any(get_gpu(o.gpu).vendor == "NVIDIA" for o in offerings)  # TensorRT-LLM refused for its own figures
         if workload.task == "inference" and (workload.engine != "trtllm" or nvidia):  # nothing would start or load
-            raise InvalidWorkload(f"no offering considered can run it: on {rejected[0].offering}, {rejected[0].reason} "
-                                  f"(each of the {len(rejected)} offerings is refused for its own figures)")
+            raise InvalidWorkload(said("no offering considered can run it: on {offering}, {reason} (each of the "
+                                       "{rejected} offerings is refused for its own figures)",
+                                       offering=rejected[0].offering, reason=rejected[0].reason,
+                                       rejected=len(rejected)))
         if workload.task == "inference":
             option = "--recipe" if workload.engine_source == "recipe" else "--engine"
-            raise InvalidWorkload(f"{option} trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "
-                                  "NVIDIA GPUs only)")
+            raise InvalidWorkload(said("{option} trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM "
+                                       "runs on NVIDIA GPUs only)", option=option))
         upper = workload.train_precision.upper()
         if any("no training framework" in r.reason for r in rejected):
-            raise InvalidWorkload(f"--train-precision {workload.train_precision}: no offering considered has a GPU "
-                                  f"where a training framework runs {upper} training (gpus.toml training_stacks)")
-        raise InvalidWorkload(f"--train-precision {workload.train_precision}: no offering considered has a GPU with "
-                              f"{upper} tensor cores")
+            raise InvalidWorkload(said("--train-precision {train_precision}: no offering considered has a GPU "
+                                       "where a training framework runs {upper} training (gpus.toml "
+                                       "training_stacks)", train_precision=workload.train_precision, upper=upper))
+        raise InvalidWorkload(said("--train-precision {train_precision}: no offering considered has a GPU with "
+                                   "{upper} tensor cores", train_precision=workload.train_precision, upper=upper))
     return tuple(able), rejected
 
 
@@ -108,10 +112,15 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
     sequences a serving replica's engine runs at once; ``batch_tokens`` and ``seq_tokens``: a training sweep's stated
     global batch and sequence, named when no layout splits the batch; ``max_ttft_s``: serving's TTFT limit)."""
     if row["fits"] and cap is not None and row["concurrency"] > row["dp"] * cap:
-        return (f"its engines run at most {cap:,} sequences a replica at once (vLLM's max_num_seqs, SGLang's "
-                "max_running_requests, TensorRT-LLM's max_batch_size): "
-                f"{row['dp']} replica{'s' if row['dp'] > 1 else ''} would queue {row['concurrency'] - row['dp'] * cap:,} "
-                f"of the {row['concurrency']:,} users")
+        queued = {"cap": cap, "dp": row["dp"], "queued": row["concurrency"] - row["dp"] * cap,
+                  "concurrency": row["concurrency"]}
+        if row["dp"] > 1:
+            return said("its engines run at most {cap:,} sequences a replica at once (vLLM's max_num_seqs, SGLang's "
+                        "max_running_requests, TensorRT-LLM's max_batch_size): {dp} replicas would queue {queued:,} of "
+                        "the {concurrency:,} users", **queued)
+        return said("its engines run at most {cap:,} sequences a replica at once (vLLM's max_num_seqs, SGLang's "
+                    "max_running_requests, TensorRT-LLM's max_batch_size): {dp} replica would queue {queued:,} of the "
+                    "{concurrency:,} users", **queued)
     if training and not row.get("splits_batch", True):
         round_tokens = row['dp'] * row['concurrency'] * seq_tokens if seq_tokens else None
         need = f" = {round_tokens:,} tokens" if round_tokens else ""
@@ -125,29 +134,41 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
     if row["fits"] and max_ttft_s is not None and (min_tokens_per_s_per_user is None or (
             per_user is not None and per_user >= min_tokens_per_s_per_user)):
         ttft = row.get("prefill_s")
-        return (f"no configuration gives a first token within {fmt_given(max_ttft_s)} s"
-                + ("" if ttft is None else f" (best fit: {fmt_figure(ttft, 2)} s)"))
+        if ttft is None:
+            return said("no configuration gives a first token within {limit} s", limit=fmt_given(max_ttft_s))
+        return said("no configuration gives a first token within {limit} s (best fit: {best} s)",
+                    limit=fmt_given(max_ttft_s), best=fmt_figure(ttft, 2))
     if row["fits"] and min_tokens_per_s_per_user is not None:
-        return (f"no configuration reaches {fmt_given(min_tokens_per_s_per_user)} tokens/s per user "
-                f"(best fit: {fmt_figure(row['decode_tokens_per_s_per_user'], 1)})")
-    cp = f"CP {row['cp']}, " if row.get("cp", 1) > 1 else ""
+        return (said("no configuration reaches {min_tokens_per_s_per_user} tokens/s per user (best fit: "
+                     "{decode_tokens_per_s_per_user})",
+                     min_tokens_per_s_per_user=fmt_given(min_tokens_per_s_per_user),
+                     decode_tokens_per_s_per_user=fmt_figure(row['decode_tokens_per_s_per_user'], 1)))
+    cp = said("CP {cp}, ", cp=row["cp"]) if row.get("cp", 1) > 1 else ""
     reserve = row.get("engine_reserve_bytes")  # SGLang's memory outside mem_fraction_static (None elsewhere)
     if not training and reserve is not None and row["activations_bytes"] > reserve:
         # plan refuses it (planner.engine_startup.sglang_reserve_refusal): the pool is allocated at start-up, so the
         # first full prefill chunk would run out of memory
-        return (f"the closest configuration (TP {row['tp']}, PP {row['pp']}, {cp}DP {row['dp']}, {row['weights']} "
-                f"weights): SGLang's KV pool would leave {fmt_bytes(reserve)} outside mem_fraction_static for the "
-                f"{fmt_bytes(row['activations_bytes'])} prefill peak of a full chunk, and that chunk would run out of "
-                "memory: lower --gpu-memory-utilization or --max-num-batched-tokens")
-    closest = (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, {cp}DP {row['dp']}, "
-               f"{row['weights']} weights" + (f", {row['kv_cache']} KV" if not training else "")
-               + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU")
+        return (said("the closest configuration (TP {tp}, PP {pp}, {cp}DP {dp}, {weights} weights): SGLang's KV "
+                     "pool would leave {reserve} outside mem_fraction_static for the {activations_bytes} prefill "
+                     "peak of a full chunk, and that chunk would run out of memory: lower "
+                     "--gpu-memory-utilization or --max-num-batched-tokens", tp=row['tp'], pp=row['pp'], cp=cp,
+                     dp=row['dp'], weights=row['weights'], reserve=fmt_bytes(reserve),
+                     activations_bytes=fmt_bytes(row['activations_bytes'])))
+    shape = {"tp": row["tp"], "pp": row["pp"], "cp": cp, "dp": row["dp"], "weights": row["weights"],
+             "need": fmt_bytes(row["per_gpu_total_bytes"])}
+    closest = (said("does not fit: the closest configuration (TP {tp}, PP {pp}, {cp}DP {dp}, {weights} weights) needs "
+                    "{need} per GPU", **shape) if training else
+               said("does not fit: the closest configuration (TP {tp}, PP {pp}, {cp}DP {dp}, {weights} weights, {kv} "
+                    "KV) needs {need} per GPU", kv=row["kv_cache"], **shape))
     held = row.get("weights_bytes", 0) + row.get("activations_bytes", 0) + row.get("other_bytes", 0)
     if not training and row["budget_bytes"] <= held:
         # TensorRT-LLM's budget follows the weights (its KV cache a share of what they leave): where nothing is left
         # it is just what the engine holds, and "of X usable" would read as room; SGLang's stays at its share (the
         # activations, non-torch memory and mem_fraction_static of the free memory), below what weights overflowing it hold
-        return (f"{closest}: its weights, activations and non-torch memory alone take {fmt_bytes(held)}"
-                + (f" of {fmt_bytes(row['budget_bytes'])} usable" if row["budget_bytes"] < held else "")
-                + ", no room for the KV cache")
-    return f"{closest} of {fmt_bytes(row['budget_bytes'])} usable"
+        if row["budget_bytes"] < held:
+            return said("{closest}: its weights, activations and non-torch memory alone take {held} of {budget} "
+                        "usable, no room for the KV cache", closest=closest, held=fmt_bytes(held),
+                        budget=fmt_bytes(row["budget_bytes"]))
+        return said("{closest}: its weights, activations and non-torch memory alone take {held}, no room for the KV "
+                    "cache", closest=closest, held=fmt_bytes(held))
+    return said("{closest} of {budget_bytes} usable", closest=closest, budget_bytes=fmt_bytes(row['budget_bytes']))

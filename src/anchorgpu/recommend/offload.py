@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Offering
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, Offload, PrecisionPlan
 from anchorgpu.planner.plan import plan
@@ -100,9 +100,10 @@ def _offloaded(model: ModelSpec, spec: SweepSpec, result: SweepResult, shape: Ha
         host_bytes = host_bytes_per_gpu(p.breakdown) * shape.gpus_per_server
         if host_bytes > offering.ram_bytes:
             if best.row is None:
-                best = Offloaded(short=(f"with the optimizer state in host memory (plan --offload {OFFLOAD}) its GPUs "
-                                        f"hold it, but each server would keep {fmt_bytes(host_bytes)} of that state "
-                                        f"and the gradients its update reads in {fmt_bytes(offering.ram_bytes)} of RAM"))
+                best = Offloaded(short=said("with the optimizer state in host memory (plan --offload {offload}) its "
+                                            "GPUs hold it, but each server would keep {host} of that state and the "
+                                            "gradients its update reads in {ram} of RAM", offload=OFFLOAD,
+                                            host=fmt_bytes(host_bytes), ram=fmt_bytes(offering.ram_bytes)))
             continue
         try:
             perf = plan_performance(p, train_tokens=spec.train_tokens, mfu=spec.efficiencies.mfu,

@@ -21,7 +21,7 @@ import numpy as np
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Catalog, Offering
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.engine_choice import engine_weights_refusal
 from anchorgpu.planner.formats import get_format
@@ -182,9 +182,9 @@ def recommend(
     (:mod:`~anchorgpu.recommend.limits`)."""
     the_term = quotable_term(term)  # priced as `quote` prices it: no longer than it quotes
     if top < 1:
-        raise InvalidWorkload(f"top={top}: at least one result")
+        raise InvalidWorkload(said("top={top}: at least one result", top=top))
     if max_usd is not None and max_usd <= 0:
-        raise InvalidWorkload(f"max-usd={max_usd}: must be positive")
+        raise InvalidWorkload(said("max-usd={max_usd}: must be positive", max_usd=max_usd))
     # the workload's own bounds first, as plan() and the sweep check them: the per-GPU eligibility pass below reads
     # gpu_memory_utilization too, and a value past 1 (or NaN) came back from it as every offering unable to start vLLM
     validate_workload(spec.workload)
@@ -252,7 +252,7 @@ def recommend(
             quotes = servers_prices(catalog, offering.id, range(1, max_servers + 1), the_term, now)
         except UnpricedOffering as exc:
             rejected += [Rejection(offering=offering.id, servers=servers, total_usd=None,
-                                   reason=f"unpriced for this term: {exc.message}")
+                                   reason=said("unpriced for this term: {exc_message}", exc_message=exc.message))
                          for servers in range(1, max_servers + 1) if (s, servers) in best or servers == 1]
             continue
         for servers, quote in enumerate(quotes, start=1):
@@ -270,12 +270,13 @@ def recommend(
                 if miss is not None:
                     row = result.row(miss)
                     cap = None if training else engine_cap(spec.workload, get_gpu(row["gpu"]))
+                    reason = miss_reason(row, spec.min_tokens_per_s_per_user, training, cap,
+                                         batch_tokens=spec.global_batch_tokens, seq_tokens=seq if training else None,
+                                         max_ttft_s=spec.max_ttft_s)
+                    if found is not None and found.short:  # the offload that would fit, had its servers the RAM
+                        reason = said("{first}; {second}", first=reason, second=found.short)
                     rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
-                                              reason=miss_reason(row, spec.min_tokens_per_s_per_user, training, cap,
-                                                                 batch_tokens=spec.global_batch_tokens,
-                                                                 seq_tokens=seq if training else None,
-                                                                 max_ttft_s=spec.max_ttft_s)
-                                              + (f"; {found.short}" if found is not None and found.short else "")))
+                                              reason=reason))
                 continue
             kept = candidate(result, best[key], offering, s, servers, quote, the_term, catalog, now)
             if max_usd is not None and kept.budget_usd > max_usd:

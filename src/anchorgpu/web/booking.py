@@ -22,7 +22,8 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.errors import AnchorError
 from anchorgpu.validation import ascii_int
 from anchorgpu.web.deps import SignedInAccountId, require_csrf
-from anchorgpu.web.i18n import English, PageText, page_text
+from anchorgpu.web.i18n import PageText, page_text
+from anchorgpu.web.refusals import refusal_words
 from anchorgpu.web.templating import environment, render, web_session
 
 router = APIRouter(dependencies=[Depends(require_csrf)])
@@ -35,14 +36,14 @@ def new_form_key() -> str:
     return f"web-{secrets.token_urlsafe(18)}"
 
 
-def _offering_context(offering_id: str | None) -> dict[str, Any]:
+def _offering_context(offering_id: str | None, text: PageText | None = None) -> dict[str, Any]:
     catalog = load_catalog()
     context: dict[str, Any] = {"offerings": catalog.offerings, "terms": TERM_CHOICES}
     if offering_id:
         try:
             offering = catalog.offering(offering_id)
         except AnchorError as exc:
-            context["error"] = English(exc.message)
+            context["error"] = refusal_words(exc, text or PageText("en"))
         else:
             context["offering"] = offering
             context["options"] = [o for o in catalog.options if o.applies_to(offering)]
@@ -60,7 +61,7 @@ def quote_builder(
     term: Annotated[str | None, Query(max_length=20)] = None,
 ) -> Response:
     """Pick quantity, term and options for an offering."""
-    context = _offering_context(offering)
+    context = _offering_context(offering, page_text(request))
     context["form"] = {"region": region, "quantity": quantity or "1", "term": term or "1month"}
     if "offering" in context:
         context["preview"] = preview_quote(context["form"] | {"offering": offering or ""}, clock, page_text(request))
@@ -85,7 +86,7 @@ def preview_quote(form: Mapping[str, str | None], clock: Any, text: PageText | N
         quote = price_quote(load_catalog(), str(form.get("offering") or "")[:100], quantity, term, options, clock(), 60,
                             region=str(form.get("region") or "") or None, quote_id="preview")
     except AnchorError as exc:
-        return {"error": English(exc.message)}
+        return {"error": refusal_words(exc, text or PageText("en"))}
     except ValueError:
         return {"error": _not_whole(text)}
     return {"quote": quote_to_json(quote)}
@@ -106,7 +107,7 @@ async def create_quote(request: Request, account_id: SignedInAccountId, uow_fact
     form = await request.form()
     offering = str(form.get("offering", ""))[:100]
     options: dict[str, int] = {}
-    context = _offering_context(offering)
+    context = _offering_context(offering, page_text(request))
     context["form"] = {k: str(v)[:100] for k, v in form.items() if k != "csrf_token"}
     if "offering" in context:
         context["preview"] = preview_quote(context["form"], clock, page_text(request))
@@ -120,12 +121,12 @@ async def create_quote(request: Request, account_id: SignedInAccountId, uow_fact
                                       validity_s=settings.quote_validity_s)
     except ValueError as exc:
         if isinstance(exc, AnchorError):
-            context["error"] = English(exc.message)
+            context["error"] = refusal_words(exc, page_text(request))
             return render(request, "quote_builder.html", context, status_code=exc.http_status)
         context["error"] = _not_whole(page_text(request))
         return render(request, "quote_builder.html", context, status_code=422)
     except AnchorError as exc:
-        context["error"] = English(exc.message)
+        context["error"] = refusal_words(exc, page_text(request))
         return render(request, "quote_builder.html", context, status_code=exc.http_status)
     return RedirectResponse(f"/quotes/{quote['id']}", status_code=303)
 
@@ -147,7 +148,7 @@ def book(request: Request, account_id: SignedInAccountId, uow_factory: UowFactor
                                      key_ttl_s=settings.idempotency_key_ttl_s)
     except AnchorError as exc:
         quote = services.get_quote(uow_factory(), account_id=account_id, quote_id=quote_id)
-        return render(request, "quote.html", {"quote": quote, "idempotency_key": new_form_key(), "error": English(exc.message)},
+        return render(request, "quote.html", {"quote": quote, "idempotency_key": new_form_key(), "error": refusal_words(exc, page_text(request))},
                       status_code=exc.http_status)
     allocation_id = outcome.body["id"]
     text = page_text(request)
@@ -205,7 +206,7 @@ def extend_confirm_page(
         context["priced"] = quote_extension(uow_factory(), account_id=account_id, allocation_id=allocation_id, term=term,
                                             now=clock())
     except AnchorError as exc:
-        context["error"] = English(exc.message)
+        context["error"] = refusal_words(exc, page_text(request))
         return render(request, "extend_confirm.html", context, status_code=exc.http_status)
     return render(request, "extend_confirm.html", context)
 

@@ -14,7 +14,8 @@ from anchorgpu.api.deps import ClockDep, UowFactoryDep
 from anchorgpu.api.routes.offerings import offering_rows
 from anchorgpu.errors import AnchorError, InvalidInput
 from anchorgpu.validation import ascii_int, usd_amount
-from anchorgpu.web.i18n import English, PageText, page_text
+from anchorgpu.web.i18n import PageText, page_text
+from anchorgpu.web.refusals import refusal_words
 from anchorgpu.web.templating import render
 
 router = APIRouter()
@@ -65,7 +66,7 @@ def catalog_page(
             listing = offering_rows(uow_factory, clock, gpu=filters["gpu"], min_gpus=min_gpus_n, max_usd_per_gpu_hour=max_rate,
                                     region=filters["region"], interconnect=filters["interconnect"], kind=kind_value)
         except AnchorError as exc:
-            error = English(exc.message)
+            error = refusal_words(exc, text)
     sort_key, descending = parse_sort(sort)
     rows = sort_rows(listing.data, sort_key, descending) if listing is not None else []
     context = {"listing": listing, "rows": rows, "filters": filters, "error": error, "bare_metal_gpus": bare_metal_sizes(text),

@@ -10,7 +10,7 @@ from typing import Any
 from anchorgpu.errors import AnchorError
 from anchorgpu.web.i18n import N_, PageText
 
-__all__ = ["PLAN_CARRIED", "PLAN_LABELS", "RECOMMEND_CARRIED", "RECOMMEND_LABELS", "Label", "canonical_gpu", "carried",
+__all__ = ["ALLOCATION_LAUNCH_LABELS", "PLAN_CARRIED", "PLAN_LABELS", "RECOMMEND_CARRIED", "RECOMMEND_LABELS", "Label", "canonical_gpu", "carried",
            "label_of", "ungrouped"]
 
 Label = str | tuple[str, str]
@@ -23,6 +23,11 @@ _SHARED_LABELS: dict[str, Label] = {
     "recompute": N_("Recompute"), "train_stack": N_("Training stack"), "engine": N_("Serving engine"),
     "train_precision": N_("Training precision"), "allow_long_context": N_("Allow context beyond the model's limit"),
 }
+ALLOCATION_LAUNCH_LABELS: dict[str, Label] = {
+    "kind": N_("Launch kind"), "model": N_("Model"), "task": N_("Task"), "context": N_("Context tokens"),
+    "concurrency": N_("Concurrency"),
+}
+"""The allocation page's launch form's controls, by the name each sends (its select and inputs' ``aria-label``)."""
 PLAN_LABELS: dict[str, Label] = {
     **_SHARED_LABELS, "gpu": N_("GPU"), "gpus": ("count", "GPUs"),
     "tp": "TP", "pp": "PP", "dp": "DP", "ep": "EP", "cp": "CP",  # the parallelisms' own names, in every language

@@ -14,7 +14,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from anchorgpu.web.i18n import English, PageText
+from anchorgpu.web.i18n import PageText
+from anchorgpu.web.refusals import refusal_words
 from anchorgpu.web.templating import environment, render
 
 router = APIRouter()
@@ -90,7 +91,7 @@ def _priced(args: tuple[str, ...], locale: str = "en") -> dict[str, Any]:
     try:
         quote = live_quote(args)
     except AnchorError as exc:
-        return {"error": English(exc.message)}
+        return {"error": refusal_words(exc, PageText(locale))}
     money = environment(locale).filters["money"]
     return {"total": money(quote.total_usd), "hours": quote.hours, "gpus": quote.gpus,
             "effective": money(quote.effective_per_gpu_hour_usd),

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from anchorgpu.errors import AnchorError
-from anchorgpu.web.i18n import English, PageText, page_text
+from anchorgpu.web.i18n import PageText, page_text
+from anchorgpu.web.refusals import refusal_words
 from anchorgpu.web.templating import render
 
 router = APIRouter()
@@ -152,7 +153,7 @@ def compare_page(request: Request, a: Annotated[str, Query(max_length=100)] = "h
     try:
         first, second = get_gpu(a), get_gpu(b)
     except AnchorError as exc:
-        context["error"] = English(exc.message)
+        context["error"] = refusal_words(exc, text)
         return render(request, "gpu_compare.html", context, status_code=exc.http_status)
     from anchorgpu.planner.speed.reference import predicted_speeds
 

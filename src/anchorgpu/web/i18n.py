@@ -123,6 +123,17 @@ class PageText:
         text = self._catalogue.gettext(message)
         return text % values if values else text
 
+    def translated(self, message: str) -> str | None:
+        """The catalogue's translation of ``message`` as written (placeholders unfilled), or None where it has none
+        (English: the message itself)."""
+        if self.locale == DEFAULT_LOCALE:
+            return message
+        text = self._catalogue.gettext(message)
+        if text != message:
+            return text
+        # a frame with no words of its own ("--recipe {kind}: {reason}") is translated as itself
+        return message if message in getattr(self._catalogue, "_catalog", {}) else None
+
     def ngettext(self, singular: str, plural: str, count: int, **values: Any) -> str:
         text = self._catalogue.ngettext(singular, plural, count)
         return text % {"num": count, **values}

@@ -7,7 +7,8 @@ from typing import Any
 
 from anchorgpu.errors import AnchorError
 from anchorgpu.recipes import KINDS
-from anchorgpu.web.i18n import English
+from anchorgpu.web.i18n import PageText
+from anchorgpu.web.refusals import planner_refusal
 
 RECIPE_KINDS = KINDS
 
@@ -17,31 +18,30 @@ RECIPE_KINDS = KINDS
 LENGTH_FLAGS = {"vllm": "--max-model-len", "sglang": "--context-length", "trtllm": "--max_seq_len"}
 
 
-def launch_kind(plan_request: Any, kind: str) -> tuple[str, str | None]:
+def launch_kind(plan_request: Any, kind: str, text: Any = None) -> tuple[str, str | None]:
     """(the kind in its canonical spelling, None), or (the kind as given, the reason in one line) when the launch is
     refused before anything is planned (:func:`~anchorgpu.recipes.check_kind`, as ``plan_inputs`` refuses it for
     ``POST /v1/plan``): the page then plans without it and says why beside the plan."""
     from anchorgpu.recipes import check_kind
-    from anchorgpu.web.planning import page_words
 
     try:
         return check_kind(kind, engine=plan_request.engine, task=plan_request.task), None
     except AnchorError as err:
-        return kind, English(page_words(err.message))  # as the planner page says its refusals
+        return kind, planner_refusal(err, text)  # as the planner page says its refusals
 
 
-def launch_for_plan(result: Any, kind: str) -> tuple[dict[str, Any] | None, str | None]:
+def launch_for_plan(result: Any, kind: str, text: Any = None) -> tuple[dict[str, Any] | None, str | None]:
     """(recipe JSON, None) or (None, the reason in one line) for the planner page's plan, planned for this launch
     (:func:`~anchorgpu.api.planning.planned` with the request's ``recipe``), so the launch and the figures beside it
     are one plan, as ``POST /v1/plan`` answers."""
     from anchorgpu.api.planning import launch_json
     from anchorgpu.api.words import PAGE_COMMANDS, answer_words
-    from anchorgpu.web.planning import PLAN_FIELDS, page_words
+    from anchorgpu.web.planning import PLAN_FIELDS
 
     try:
         launch = launch_json(result, kind)
     except AnchorError as err:
-        return None, English(page_words(err.message))  # as the planner page says its refusals
+        return None, planner_refusal(err, text)  # as the planner page says its refusals
     # its lines in the form's names (engine trtllm, not --engine trtllm), as the plan beside it; the launch's own flags kept
     recipe: dict[str, Any] = answer_words({"recipe": launch}, PLAN_FIELDS, PAGE_COMMANDS)["recipe"]
     return recipe, None
@@ -55,7 +55,6 @@ def launch_for_allocation(uow_factory: Any, account_id: str, allocation_id: str,
     from anchorgpu.api.models_ref import load_public_model, server_offline
     from anchorgpu.planner import Workload
     from anchorgpu.validation import BINARY_SUFFIXES, whole_number
-    from anchorgpu.web.i18n import PageText
 
     try:
         if form["task"] not in ("inference", "train", "lora", "qlora"):
@@ -69,7 +68,11 @@ def launch_for_allocation(uow_factory: Any, account_id: str, allocation_id: str,
         model = load_public_model(form["model"], offline=server_offline(settings))
         body = allocation_recipe(uow_factory(), account_id=account_id, allocation_id=allocation_id, clock=clock,
                                  kind=form["kind"], model=model, workload=workload)
-    except AnchorError as err:
-        return None, English(err.message)
+    except AnchorError as err:  # its options named as the form's controls ("Launch kind" deepspeed: ...)
+        from anchorgpu.web.form_fields import ALLOCATION_LAUNCH_LABELS
+        from anchorgpu.web.planning import page_refusal
+
+        return None, page_refusal(err.said or err.message, frozenset(ALLOCATION_LAUNCH_LABELS), ALLOCATION_LAUNCH_LABELS,
+                                  text or PageText("en"))
     recipe: dict[str, Any] = body["recipe"]
     return recipe, None

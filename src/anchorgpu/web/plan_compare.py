@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from anchorgpu.api.planning import planned
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
-from anchorgpu.web.planning import page_words
+from anchorgpu.web.refusals import planner_refusal
 
 __all__ = ["FitRow", "FormatRow", "formats_side_by_side", "gpus_that_fit", "most_gpus_tried"]
 
@@ -80,7 +80,8 @@ def _speed(result: Mapping[str, Any]) -> tuple[float | None, ...]:
     return (None, None, None, None)
 
 
-def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bool) -> list[FormatRow]:
+def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bool,
+                         text: Any = None) -> list[FormatRow]:
     """Every weights format for the form's model, GPU and workload; ``current`` is the plan's own format."""
     from anchorgpu.planner import WEIGHT_FORMATS
 
@@ -90,7 +91,7 @@ def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bo
         try:
             result = _plan({**values, "weights": name}, offline)
         except (AnchorError, ValidationError, ValueError) as exc:
-            reason = page_words(exc.message) if isinstance(exc, AnchorError) else str(exc).splitlines()[0]
+            reason = planner_refusal(exc, text) if isinstance(exc, AnchorError) else str(exc).splitlines()[0]
             rows.append(FormatRow(weights=name, current=name == current, refused=reason, link=link))
             continue
         fits = result.get("fits")

@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
+from markupsafe import Markup
 from pydantic import ValidationError
 
 from anchorgpu.api.deps import ClockDep, SettingsDep
@@ -192,10 +193,12 @@ _MARK = "\x00"
 """Brackets a field's name in a refusal being rewritten, for :func:`page_refusal` to put its label there."""
 
 
-def page_refusal(message: str, fields: frozenset[str], labels: dict[str, Label], text: PageText) -> EnglishMarkup:
-    """A refusal of the planner (written for the CLI, English) as the page says it: each ``--flag`` that is a field of
-    the form named by the label the form shows for it, quoted, in the page's language (marked as such inside the
-    English sentence); a field with no label of its own (one carried from a link) by its name, as :func:`page_words`.
+def page_refusal(message: str, fields: frozenset[str], labels: dict[str, Label], text: PageText) -> Markup:
+    """A refusal of the planner (written for the CLI) as the page says it: in the page's language where the catalogue
+    has all its words (:func:`anchorgpu.web.refusals.said_words`), else the English line marked as such; each
+    ``--flag`` that is a field of the form named by the label the form shows for it, quoted, in the page's language
+    (marked as such inside an English sentence); a field with no label of its own (one carried from a link) by its
+    name, as :func:`page_words`.
 
     >>> str(page_refusal("--global-batch 1,000 tokens is less than one sequence", PLAN_FIELDS, PLAN_LABELS,
     ...                  PageText("en")))
@@ -203,9 +206,10 @@ def page_refusal(message: str, fields: frozenset[str], labels: dict[str, Label],
     >>> str(page_refusal("--gpus 8 is not a multiple of --cp 3 <", PLAN_FIELDS, PLAN_LABELS, PageText("ru")))
     '<span lang="ru">«Число GPU»</span> 8 is not a multiple of <span lang="ru">«CP»</span> 3 &lt;'
     """
-    from markupsafe import Markup
+    from anchorgpu.web.refusals import said_words
 
-    said = api_words(message.replace(_MARK, ""), fields, PAGE_COMMANDS,
+    translated = said_words(message, text) if text.locale != "en" else None
+    said = api_words((translated or message).replace(_MARK, ""), fields, PAGE_COMMANDS,
                      say=lambda name: f"{_MARK}{name}{_MARK}" if name in labels else name)
     out = Markup("")
     for i, part in enumerate(said.split(_MARK)):
@@ -213,8 +217,9 @@ def page_refusal(message: str, fields: frozenset[str], labels: dict[str, Label],
             out += part  # escaped
             continue
         quoted = quoted_label(label_of(part, labels, text) or part, text)
-        out += Markup('<span lang="{}">{}</span>').format(text.locale, quoted) if text.locale != "en" else quoted
-    return EnglishMarkup(out)
+        mark = text.locale != "en" and translated is None  # the page's words inside an English sentence
+        out += Markup('<span lang="{}">{}</span>').format(text.locale, quoted) if mark else quoted
+    return out if translated is not None else EnglishMarkup(out)
 
 
 def _choices() -> dict[str, Any]:
@@ -246,7 +251,7 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     try:
         plan_request = PlanRequest.model_validate(values, strict=False)  # form values are text; the API is strict
         if kind:
-            kind, launch_error = launch_kind(plan_request, str(kind))
+            kind, launch_error = launch_kind(plan_request, str(kind), text)
         planned_values = {**values, "recipe": kind} if kind and not launch_error else values
         planned_request = plan_request.model_copy(update={"recipe": planned_values.get("recipe")})
         plan_result, result = planned(planned_request, offline=server_offline(settings))
@@ -254,7 +259,7 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
         context["error"] = validation_message(exc, text, PLAN_LABELS)
         return render(request, "plan.html", context, status_code=422)
     except AnchorError as exc:
-        context["error"] = page_refusal(exc.message, PLAN_FIELDS, PLAN_LABELS, text)
+        context["error"] = page_refusal(exc.said or exc.message, PLAN_FIELDS, PLAN_LABELS, text)
         return render(request, "plan.html", context, status_code=exc.http_status)
     gpu = result.get("gpu") or {}
     if gpu.get("name"):
@@ -274,7 +279,7 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     context["launch_kind"] = kind
     if kind:
         context["launch"], context["launch_error"] = ((None, launch_error) if launch_error
-                                                      else launch_for_plan(plan_result, str(kind)))
+                                                      else launch_for_plan(plan_result, str(kind), text))
     suggestions = result.get("suggestions") or []  # the CLI's changes, which the links apply to the form
     context["suggestion_links"] = [apply_change(planned_values, s["change"]) for s in suggestions]
     context["precision_changes"] = [("--weights" in s["change"] or "--kv-cache" in s["change"]) for s in suggestions]
@@ -286,7 +291,7 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     offline = server_offline(settings)
     if gpu.get("name") and result.get("workload", {}).get("task") != "diffusion":
         context["format_rows"] = formats_side_by_side(planned_values, (result.get("precision") or {}).get("weights", ""),
-                                                      offline=offline)
+                                                      offline=offline, text=text)
     elif not gpu.get("name"):
         context["fit_rows"] = gpus_that_fit(planned_values, offline=offline)
         context["most_gpus_tried"] = most_gpus_tried(str(result.get("workload", {}).get("task") or "inference"))
@@ -329,7 +334,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
         context["error"] = validation_message(exc, text, RECOMMEND_LABELS)
         return render(request, "recommend.html", context, status_code=422)
     except AnchorError as exc:
-        context["error"] = page_refusal(exc.message, RECOMMEND_FIELDS, RECOMMEND_LABELS, text)
+        context["error"] = page_refusal(exc.said or exc.message, RECOMMEND_FIELDS, RECOMMEND_LABELS, text)
         return render(request, "recommend.html", context, status_code=exc.http_status)
     diffusion = result.get("workload", {}).get("task") == "diffusion"
     training = not diffusion and values.get("task", "inference") != "inference"
@@ -338,6 +343,9 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
                for rank, r in enumerate(result["results"], start=1) if (speed := _speed(r)) is not None and r.get("total_usd") is not None]
     points = [(label, cost, speed) for _, label, cost, speed in charted]
     context["result"] = answer_words(result, RECOMMEND_FIELDS, PAGE_COMMANDS)  # its advice in the form's names
+    from anchorgpu.web.refusals import planner_refusal
+
+    context["rejected_reasons"] = [planner_refusal(r["reason"], text) for r in result.get("rejected", [])[:10]]
     context["training"] = training
     context["user_efficiencies"] = values.get("mfu") is not None or values.get("mbu") is not None  # no band then
     from urllib.parse import urlencode

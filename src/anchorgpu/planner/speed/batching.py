@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
 from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token
@@ -214,7 +214,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, prompt
     True
     """
     if prompt_tokens < 1 or output_tokens < 1 or concurrency < 1:
-        raise InvalidWorkload("prompt, output tokens and concurrency must each be at least 1")
+        raise InvalidWorkload(said("prompt, output tokens and concurrency must each be at least 1"))
     cal = cal or calibration()
     sat_replica = saturation_concurrency // setup.replicas
     if not sat_replica > 1:  # at_least(sat_replica, 1), inline
@@ -320,7 +320,7 @@ def saturated_rates(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prom
     """``max_output_tokens_per_s`` of :func:`serving_estimate` and its ceiling, alone (the same figures: the steady
     state of each replica's share of ``saturation_concurrency``), for a caller that needs nothing else of it."""
     if prompt_tokens < 1 or output_tokens < 1:
-        raise InvalidWorkload("prompt, output tokens and concurrency must each be at least 1")
+        raise InvalidWorkload(said("prompt, output tokens and concurrency must each be at least 1"))
     cal = cal or calibration()
     sat_replica = at_least(saturation_concurrency // setup.replicas, 1)
     c, ci = _pair(model, gpu, setup, cal)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.speed.attention_rate import prompt_extra_pairs_factor, timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.calibration import calibration
@@ -50,7 +50,7 @@ def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, req
     True
     """
     if min(requests, concurrency, prompt_tokens, output_tokens) < 1:
-        raise InvalidWorkload("requests, concurrency, prompt and output tokens must each be at least 1")
+        raise InvalidWorkload(said("requests, concurrency, prompt and output tokens must each be at least 1"))
     cal = cal or calibration()
     c, _ = _pair(model, gpu, setup, cal)
     decode_flops = decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2)

@@ -5,6 +5,7 @@ parallelism run them, and how much of it the attention hides. Pure; stdlib only.
 from __future__ import annotations
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import said
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, all_gather_s, p2p_s
 
 __all__ = ["context_parallel_s", "cp_split_refusal", "pytorch_cp_exposed_s"]
@@ -26,11 +27,12 @@ def cp_split_refusal(cp: int, seq_tokens: int) -> str | None:
     '--cp 2048: ring attention cuts each sequence into 2 x CP = 4,096 equal chunks ... 2,048 tokens is not a multiple of 4,096'
     """
     if seq_tokens % cp:
-        return f"--cp {cp} does not divide the sequence of {seq_tokens:,} tokens"
+        return said("--cp {cp} does not divide the sequence of {seq_tokens:,} tokens", cp=cp, seq_tokens=seq_tokens)
     if cp > 1 and seq_tokens % (2 * cp):
-        return (f"--cp {cp}: ring attention cuts each sequence into 2 x CP = {2 * cp:,} equal chunks (two a rank, "
-                f"for the causal load balance: Megatron-Core and PyTorch alike), and the sequence of {seq_tokens:,} "
-                f"tokens is not a multiple of {2 * cp:,}")
+        return (said("--cp {cp}: ring attention cuts each sequence into 2 x CP = {value:,} equal chunks (two a "
+                     "rank, for the causal load balance: Megatron-Core and PyTorch alike), and the sequence of "
+                     "{seq_tokens:,} tokens is not a multiple of {value:,}", cp=cp, value=2 * cp,
+                     seq_tokens=seq_tokens))
     return None
 
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.global_batch import batch_timed_line
 from anchorgpu.planner.inputs import default_seq_tokens
 from anchorgpu.planner.media import request_within
@@ -238,8 +238,9 @@ def check_tokens_cover_a_step(train_tokens: int, global_batch_tokens: int | None
     batch = global_batch_tokens or default_tokens
     if train_tokens < batch:
         given = f"--global-batch {batch:,} tokens" if global_batch_tokens else f"{batch:,} tokens (the default --global-batch)"
-        raise InvalidWorkload(f"--tokens {train_tokens:,} is less than one optimizer step of {given}: the run would "
-                              "not finish a step; lower --global-batch or raise --tokens")
+        raise InvalidWorkload(said("--tokens {train_tokens:,} is less than one optimizer step of {given}: the run "
+                                   "would not finish a step; lower --global-batch or raise --tokens",
+                                   train_tokens=train_tokens, given=given))
 
 
 def plan_performance(
@@ -271,7 +272,7 @@ def plan_performance(
     if prompt_tokens is not None or output_tokens is not None or train_tokens is not None:
         for name, value in (("prompt", prompt_tokens), ("output-tokens", output_tokens), ("tokens", train_tokens)):
             if value is not None and value < 1:
-                raise InvalidWorkload(f"--{name} {value}: must be at least 1")
+                raise InvalidWorkload(said("--{name} {value}: must be at least 1", name=name, value=value))
     model, gpu, w = plan.model, plan.gpu, plan.workload
     if train_tokens is not None and w.task in ("train", "lora", "qlora") and isinstance(model, ModelSpec):
         check_tokens_cover_a_step(train_tokens, w.global_batch_tokens,

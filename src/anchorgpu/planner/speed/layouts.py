@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolver
 from anchorgpu.planner.formats import qlora_default_format
@@ -251,8 +251,9 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     if not pairs and refused and given.pp is None and given.virtual_stages is not None:
         # only the stated --virtual-stages left nothing: say why (with --pp stated, plan() refuses the layout itself;
         # with none stated, the layout planned instead says what rules the rest out, such as an EP no stage splits)
-        raise InvalidWorkload(f"--virtual-stages {given.virtual_stages}: no layout of the {gpus} GPUs interleaves "
-                              f"with this batch; the first tried: {refused[0]}")
+        raise InvalidWorkload(said("--virtual-stages {virtual_stages}: no layout of the {gpus} GPUs interleaves "
+                                   "with this batch; the first tried: {value}", virtual_stages=given.virtual_stages,
+                                   gpus=gpus, value=refused[0]))
     if not pairs and unsplit and not refused:  # the stated batch splits over none of the layouts: never rounded
         raise InvalidWorkload(unsplit_by_any_refusal(batch, unsplit, seq, gpus))
     if not pairs and w.global_batch_tokens is None:  # every split has more DP ranks than the default has sequences

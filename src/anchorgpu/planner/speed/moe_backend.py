@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 
 if TYPE_CHECKING:
     from anchorgpu.architectures.spec import ModelSpec
@@ -85,7 +85,8 @@ def requested_moe_backend(model: ModelSpec, gpu: GpuSpec | None, stated: str | N
         else:
             name = "TRTLLM" if 10 <= major < 12 else "TRITON" if major == 9 else "CUTLASS"
     if name not in MOE_BACKENDS:
-        raise InvalidWorkload(f"moe_backend {stated!r}: one of {', '.join(MOE_BACKENDS)} or AUTO")
+        raise InvalidWorkload(said("moe_backend {stated!r}: one of {MOE_BACKENDS} or AUTO", stated=stated,
+                                   MOE_BACKENDS=', '.join(MOE_BACKENDS)))
     return MOE_BACKENDS[name]
 
 
@@ -132,7 +133,7 @@ def vllm_moe_backend(model: ModelSpec, weights: str | None, stated: str | None, 
     if model.moe is None:
         return ""
     if stated is not None and stated.upper() not in ("AUTO", "MARLIN"):
-        raise InvalidWorkload(f"moe_backend {stated!r} on vLLM: MARLIN or AUTO")
+        raise InvalidWorkload(said("moe_backend {stated!r} on vLLM: MARLIN or AUTO", stated=stated))
     if not (weights or "").startswith("mxfp4"):
         return ""
     if stated is None or stated.upper() == "AUTO":

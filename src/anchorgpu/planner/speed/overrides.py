@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Band, Calibration
 from anchorgpu.units import fmt_given
@@ -28,8 +28,10 @@ class Overrides:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not MIN_EFFICIENCY <= value <= 1.0):
-                raise InvalidWorkload(f"--{name} {fmt_given(value)}: an efficiency is a fraction from {MIN_EFFICIENCY:g} to 1 "
-                                      "(below 1% is not a real efficiency: the speed would print as 0 tok/s)")
+                raise InvalidWorkload(said("--{name} {fmt_given}: an efficiency is a fraction from "
+                                           "{MIN_EFFICIENCY:g} to 1 (below 1% is not a real efficiency: the speed "
+                                           "would print as 0 tok/s)", name=name, fmt_given=fmt_given(value),
+                                           MIN_EFFICIENCY=MIN_EFFICIENCY))
 
 
 MIN_EFFICIENCY = 0.01

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 
@@ -125,7 +125,8 @@ def _peak_for(gpu: GpuSpec, precision: str) -> PeakChoice:
     if wanted in ("fp16", "bf16", "float16", "bfloat16"):
         wanted = "bf16"
     if wanted not in ("bf16", "fp8", "fp4"):
-        raise InvalidWorkload(f"compute precision {precision!r}: expected bf16, fp16, fp8 or fp4")
+        raise InvalidWorkload(said("compute precision {precision!r}: expected bf16, fp16, fp8 or fp4",
+                                   precision=precision))
     warning: tuple[str, str] | None = None
     if wanted == "fp8" and not gpu.fp8_hardware:
         warning = ("fp8_without_hardware", f"{gpu.name} has no FP8 tensor cores: speed estimated at the BF16 rate")
@@ -141,7 +142,8 @@ def _peak_for(gpu: GpuSpec, precision: str) -> PeakChoice:
                        f"{gpu.name}: no published dense {wanted.upper()} peak, speed estimated at the BF16 rate")
     rate = gpu.peak_flops_per_s("bf16")
     if rate is None:
-        raise InvalidWorkload(f"{gpu.name}: no published dense BF16 peak, so speed cannot be estimated")
+        raise InvalidWorkload(said("{gpu_name}: no published dense BF16 peak, so speed cannot be estimated",
+                                   gpu_name=gpu.name))
     return PeakChoice(flops_per_s=rate, precision="bf16", requested=precision, warning=warning)
 
 
@@ -161,7 +163,7 @@ def power_capped(gpu: GpuSpec, power_limit_w: float) -> GpuSpec:
     True
     """
     if power_limit_w <= 0:
-        raise InvalidWorkload(f"power limit {power_limit_w} W: must be positive")
+        raise InvalidWorkload(said("power limit {power_limit_w} W: must be positive", power_limit_w=power_limit_w))
     if not gpu.tdp_w or power_limit_w >= gpu.tdp_w:
         return gpu
     clock = (power_limit_w / gpu.tdp_w) ** (1.0 / 3.0)

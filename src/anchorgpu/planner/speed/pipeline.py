@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.memory.model_states import stage_layers
 from anchorgpu.planner.qlora_tp import stages_alone
 
@@ -126,7 +126,7 @@ def pipeline_bubble_stage_times(pp: int, microbatches: int, virtual_stages: int 
     (48.0, 0.0)
     """
     if pp < 1 or microbatches < 1 or virtual_stages < 1:
-        raise InvalidWorkload("pipeline stages, micro-batches and virtual stages must be at least 1")
+        raise InvalidWorkload(said("pipeline stages, micro-batches and virtual stages must be at least 1"))
     if schedule == "sequential":
         return float(microbatches * (pp - 1))
     return (pp - 1) / virtual_stages + (pp - min(microbatches, pp)) * (virtual_stages - 1) / virtual_stages
@@ -176,11 +176,12 @@ def interleaving_refusal(pp: int, virtual_stages: int, microbatches: int, train_
     if train_stack == "pytorch":
         rounds = max(1, microbatches // pp)
         if microbatches % rounds:
-            return (f"PyTorch's interleaved 1F1B needs its {rounds} rounds (micro-batches // pipeline stages) to divide "
-                    "the micro-batches")
+            return (said("PyTorch's interleaved 1F1B needs its {rounds} rounds (micro-batches // pipeline stages) "
+                         "to divide the micro-batches", rounds=rounds))
         return None
     if microbatches < pp or microbatches % pp:
-        return f"Megatron-Core interleaves only when the micro-batches a step are a multiple of the {pp} pipeline stages"
+        return said("Megatron-Core interleaves only when the micro-batches a step are a multiple of the {pp} "
+                    "pipeline stages", pp=pp)
     return None
 
 
@@ -197,8 +198,10 @@ def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq
     per_micro = dp * micro_batch * seq_tokens
     if global_batch_tokens < per_micro:
         raise InvalidWorkload(
-            f"--global-batch {global_batch_tokens:,}: smaller than one micro-batch per data-parallel rank "
-            f"({dp:,} x {micro_batch:,} x {seq_tokens:,} = {per_micro:,} tokens)")
+            said("--global-batch {global_batch_tokens:,}: smaller than one micro-batch per data-parallel rank "
+                 "({dp:,} x {micro_batch:,} x {seq_tokens:,} = {per_micro:,} tokens)",
+                 global_batch_tokens=global_batch_tokens, dp=dp, micro_batch=micro_batch, seq_tokens=seq_tokens,
+                 per_micro=per_micro))
     return math.ceil(global_batch_tokens / per_micro)
 
 
@@ -279,7 +282,8 @@ def chunks_refusal(pp: int, virtual_stages: int, layers: int, model_name: str) -
     """
     if pp * virtual_stages <= layers:
         return None
-    return f"--virtual-stages {virtual_stages}: pp {pp} x v {virtual_stages} chunks is more than the {layers} layers of {model_name}"
+    return said("--virtual-stages {virtual_stages}: pp {pp} x v {virtual_stages} chunks is more than the {layers} "
+                "layers of {model_name}", virtual_stages=virtual_stages, pp=pp, layers=layers, model_name=model_name)
 
 
 def interleaving_refusal_line(pp: int, virtual_stages: int, *, dp: int, micro_batch: int, seq_tokens: int,

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.engine_limits import engine_limits_on
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
@@ -182,9 +182,9 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
         tried = (f"the chooser's EP layouts stay inside one {SERVER_GPUS}-GPU server" if ep > SERVER_GPUS else
                  f"attention data parallelism over {ep} GPUs or TP {ep} with the experts whole over it, on up to "
                  f"{SERVING_GPU_COUNTS[-1]:,} GPUs")
-        raise InvalidWorkload(f"--ep {ep} without --gpus: no layout of {gpu.name} with EP {ep} holds "
-                              f"{users_words(want)} ({tried}); give --gpus with --tp, --pp and --dp, or leave --ep out "
-                              "for the planner's choice")
+        raise InvalidWorkload(said("--ep {ep} without --gpus: no layout of {gpu_name} with EP {ep} holds {want} "
+                                   "({tried}); give --gpus with --tp, --pp and --dp, or leave --ep out for the "
+                                   "planner's choice", ep=ep, gpu_name=gpu.name, want=users_words(want), tried=tried))
     return None
 
 

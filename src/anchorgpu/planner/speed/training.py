@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init, memo_on_frozen
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies, layer_activation_bytes
@@ -193,8 +193,8 @@ _new_step = builder(TrainingStep)  # TrainingStep(...) without the class call (o
 def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
     if lay.tp * lay.pp * lay.cp * lay.dp != lay.gpus:
         raise InvalidWorkload(
-            f"layout tp {lay.tp} x cp {lay.cp} x pp {lay.pp} x dp {lay.dp} = {lay.tp * lay.cp * lay.pp * lay.dp:,}"
-            f" is not the {lay.gpus:,} GPUs")
+            said("layout tp {tp} x cp {cp} x pp {pp} x dp {dp} = {value:,} is not the {gpus:,} GPUs", tp=lay.tp,
+                 cp=lay.cp, pp=lay.pp, dp=lay.dp, value=lay.tp * lay.cp * lay.pp * lay.dp, gpus=lay.gpus))
     refusal = cp_split_refusal(lay.cp, seq_tokens)
     if refusal is not None:
         raise InvalidWorkload(refusal)
@@ -208,8 +208,10 @@ def _check_interleaving(lay: TrainSplit, microbatches: int, train_stack: str) ->
     """Refuse interleaved chunks the training stack would not run with this step's micro-batches (one line)."""
     refusal = interleaving_refusal(lay.pp, lay.virtual_stages, microbatches, train_stack)
     if refusal is not None:
-        raise InvalidWorkload(f"--virtual-stages {lay.virtual_stages} with PP {lay.pp} and {microbatches} "
-                              f"micro-batch{'es' if microbatches != 1 else ''} a step: {refusal}")
+        raise InvalidWorkload(said("--virtual-stages {virtual_stages} with PP {pp} and {microbatches} "
+                                   "micro-batch{value} a step: {refusal}", virtual_stages=lay.virtual_stages,
+                                   pp=lay.pp, microbatches=microbatches, value='es' if microbatches != 1 else '',
+                                   refusal=refusal))
 
 
 def training_step(
