@@ -45,6 +45,7 @@ cross-attention K/V, read by other kernels and summed into the same figure here)
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -55,7 +56,7 @@ from anchorgpu.hardware.spec import GpuSpec
 if TYPE_CHECKING:
     from anchorgpu.planner.speed.step_constants import ServingSetup
 
-__all__ = ["mixed_attention_assumption", "mixed_attention_line", "mixed_step_kv_read_factor", "mixed_step_l2_kv_bytes"]
+__all__ = ["mixed_attention_assumption", "mixed_attention_line", "mixed_attention_sweep_line", "mixed_step_kv_read_factor", "mixed_step_l2_kv_bytes"]
 
 _FA2_SM_MAJOR = 8  # vLLM's get_flash_attn_version: FlashAttention 3 on major 9, FlashAttention 2 on Ampere and Ada
 
@@ -153,3 +154,18 @@ def mixed_attention_assumption(model: ModelSpec, gpu: GpuSpec, setup: ServingSet
         return None
     l2_kv_bytes = mixed_step_l2_kv_bytes(model, gpu, tp=setup.tp, pp=setup.pp, attention_dp=setup.attention_dp)
     return mixed_attention_line(factor, l2_kv_bytes, setup.kv_bytes_per_sequence_per_gpu, sequences, setup.pp)
+
+
+def mixed_attention_sweep_line(model: ModelSpec, gpus: Iterable[GpuSpec], engine: str) -> str | None:
+    """What a serving sweep charges for :func:`mixed_step_kv_read_factor` on the ``gpus`` where it is above 1 (its
+    factor at TP 1 said; a layout's own TP sets its own), or None where no GPU's vLLM runs FlashAttention 2."""
+    factors = {gpu.name: mixed_step_kv_read_factor(model, gpu, engine=engine, tp=1) for gpu in gpus}
+    names = sorted(name for name, factor in factors.items() if factor > 1.0)
+    if not names:
+        return None
+    return (f"On {', '.join(names)} vLLM runs attention with FlashAttention 2, which reads a KV head's cache once for "
+            "all its query heads only in a step of decodes alone: a step that also carries a prompt chunk is timed "
+            f"reading each decoding sequence's cache once per query head a GPU holds ({factors[names[0]]:g}x at TP 1), "
+            "where the step's decodes' caches outgrow what the GPU's L2 keeps between a group's heads (the L2 x the "
+            "stage's layers x the KV heads a GPU holds); an FP8 KV cache (another backend) and steps of decodes alone "
+            "read it once.")
