@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = ["mixed_attention_assumption", "mixed_attention_line", "mixed_attention_sweep_line", "mixed_step_kv_read_factor", "mixed_step_l2_kv_bytes"]
 
-_FA2_SM_MAJOR = 8  # vLLM's get_flash_attn_version: FlashAttention 3 on major 9, FlashAttention 2 on Ampere and Ada
+_FA2_SM_MAJOR = "8."  # vLLM's get_flash_attn_version: FlashAttention 3 on major 9, FlashAttention 2 on Ampere and Ada
 
 
 def mixed_step_kv_read_factor(model: ModelSpec, gpu: GpuSpec, *, engine: str, tp: int,
@@ -83,14 +83,14 @@ def mixed_step_kv_read_factor(model: ModelSpec, gpu: GpuSpec, *, engine: str, tp
     >>> mixed_step_kv_read_factor(qwen, get_gpu("a100-80gb-sxm"), engine="trtllm", tp=1)
     1.0
     """
+    capability = gpu.compute_capability  # first: the cheapest test, and the one most GPUs fail
+    if capability is None or not capability.startswith(_FA2_SM_MAJOR):
+        return 1.0
     if engine != "vllm" or kv_fp8 or model.mla is not None or model.model_type == "gpt_oss":
         return 1.0
     if model.recurrent is not None or model.encoder is not None or (model.image is not None
                                                                    and not model.image.in_context):
         return 1.0  # the per-sequence read holds a state or cross-attention K/V too (module docstring)
-    capability = gpu.compute_capability
-    if capability is None or int(capability.split(".")[0]) != _FA2_SM_MAJOR:
-        return 1.0
     split = 1 if attention_dp else tp
     query_heads = model.num_attention_heads / split
     kv_heads = max(1.0, model.num_kv_heads / split)
