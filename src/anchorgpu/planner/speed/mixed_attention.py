@@ -56,9 +56,10 @@ from anchorgpu.hardware.spec import GpuSpec
 if TYPE_CHECKING:
     from anchorgpu.planner.speed.step_constants import ServingSetup
 
-__all__ = ["mixed_attention_assumption", "mixed_attention_line", "mixed_attention_sweep_line", "mixed_step_kv_read_factor", "mixed_step_l2_kv_bytes"]
+__all__ = ["FA2_CAPABILITY", "mixed_attention_assumption", "mixed_attention_line", "mixed_attention_sweep_line",
+           "mixed_step_kv_read_factor", "mixed_step_l2_kv_bytes"]
 
-_FA2_SM_MAJOR = "8."  # vLLM's get_flash_attn_version: FlashAttention 3 on major 9, FlashAttention 2 on Ampere and Ada
+FA2_CAPABILITY = "8."  # vLLM's get_flash_attn_version: FlashAttention 3 on major 9, FlashAttention 2 on Ampere and Ada
 
 
 def mixed_step_kv_read_factor(model: ModelSpec, gpu: GpuSpec, *, engine: str, tp: int,
@@ -84,7 +85,7 @@ def mixed_step_kv_read_factor(model: ModelSpec, gpu: GpuSpec, *, engine: str, tp
     1.0
     """
     capability = gpu.compute_capability  # first: the cheapest test, and the one most GPUs fail
-    if capability is None or not capability.startswith(_FA2_SM_MAJOR):
+    if capability is None or not capability.startswith(FA2_CAPABILITY):
         return 1.0
     if engine != "vllm" or kv_fp8 or model.mla is not None or model.model_type == "gpt_oss":
         return 1.0
