@@ -761,3 +761,19 @@ def test_blackwell_rows_take_the_measured_gemm_share_as_plan_does_and_block_fp8_
     for rows in by_weights.values():
         for i in rng.sample(rows, min(6, len(rows))):
             _check_inference_row(result, model, i)
+
+
+def test_vllm_rows_on_flashattention_2_reread_the_decodes_caches_as_plan_does() -> None:
+    """vLLM on an A100 or an L40S runs FlashAttention 2, whose steps that carry a prompt chunk read the decodes' caches
+    once per query head where they outgrow the L2 (speed.mixed_attention; an FP8 cache goes to another backend): the
+    sweep's rows of both caches are plan's. Qwen3-14B at 6,000 in / 500 out: past 13 sequences a step on the A100 pays
+    it (12.5 GiB over 6,250 tokens of 160 KiB), so the ladder's larger rungs do."""
+    model = load_model("qwen3-14b")
+    asked = Workload(task="inference", context_tokens=8192)
+    shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=1)
+                   if s.id in ("a100-80gb-sxm-8x-bm", "l40s-8x-bm"))
+    assert len(shapes) == 2
+    result = sweep(model, shapes, SweepSpec(workload=asked, prompt_tokens=6000, output_tokens=500,
+                                            weights=("bf16",), kv_caches=("bf16", "fp8")))
+    _rows_are_plans(model, result, replace(asked, prompt_tokens=6000, output_tokens=500),
+                    same_request=_plans_own_request(result), same_context=True)

@@ -53,6 +53,7 @@ from anchorgpu.planner.serving_queue import KV_SHOWN_REQUESTED, KV_SHOWN_RUNNING
 from anchorgpu.planner.serving_request import asked_context, ladder_context_note
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import check_tokens_cover_a_step
+from anchorgpu.planner.speed.mixed_attention import mixed_attention_sweep_line
 from anchorgpu.planner.speed.overrides import Overrides
 from anchorgpu.planner.speed.pipeline import default_batch_tokens
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
@@ -362,6 +363,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     if model.moe is not None:
         assumptions.append(expert_parallel_line(model, lay, w, training=training,
                                                 scaled=not spec.concurrencies and w.concurrency is None))
+    if not training and (mixed := mixed_attention_sweep_line(model, (sh.gpu for sh in shapes), w.engine)):
+        assumptions.append(mixed)  # vLLM's FlashAttention 2 reread (speed.mixed_attention)
     if cross is not None and media is not None:
         assumptions.append(cross_speed_line(model, cross, media) if media.cross_tokens
                            else context_speed_line(model, cross, media))

@@ -30,6 +30,7 @@ from anchorgpu.planner.speed.flops import (
 )
 from anchorgpu.planner.speed.launches import fuses_norms_into_allreduce, is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, host_kind, peak_for, weights_precision_on
+from anchorgpu.planner.speed.mixed_attention import mixed_step_kv_read_factor, mixed_step_l2_kv_bytes
 from anchorgpu.planner.speed.moe_backend import (
     VLLM_MARLIN,
     expert_half_tokens,
@@ -159,6 +160,20 @@ class Ticks:
             fp8 = np.array([name == "fp8" for name in kv.kv_caches])[:, None, None]
             if np.any(share > 0) and np.any(fp8):
                 self.kv_rate = np.where(fp8 & (share > 0), self.bw_mem * share, self.bw_mbu)
+        # a tick holding a prompt chunk reads its decodes' caches this many times where they outgrow the L2, per
+        # layout ``(L,)``, or per KV dtype ``(K, 1, L)`` where one is FP8 (vLLM's FlashAttention 2 on SM 8.x:
+        # speed.mixed_attention, as speed.step_constants' mixed_kv_factor and mixed_kv_l2_bytes); None where every
+        # layout reads them once
+        factor_gt = {(g, t): mixed_step_kv_read_factor(model, gpus[g], engine=spec.workload.engine, tp=t)
+                     for g, t in set(zip(s.tolist(), lay.tp.tolist(), strict=True))}
+        self.mixed_read: FloatArray | None = None
+        if any(f != 1.0 for f in factor_gt.values()):
+            pairs = list(zip(s.tolist(), lay.tp.tolist(), lay.pp.tolist(), strict=True))
+            self.mixed_read = np.array([factor_gt[g, t] for g, t, _ in pairs])
+            if any(name == "fp8" for name in kv.kv_caches):  # an FP8 cache is not FlashAttention 2's (1.0)
+                self.mixed_read = np.where(np.array([name == "fp8" for name in kv.kv_caches])[:, None, None], 1.0,
+                                           self.mixed_read)
+            self.mixed_l2 = np.array([mixed_step_l2_kv_bytes(model, gpus[g], tp=t, pp=p) for g, t, p in pairs])
         self.tp, self.pp = lay.tp, lay.pp
         self.split = (lay.tp * lay.pp).astype(np.float64)
         self.p_matmul = 2.0 * forward_matmul_params(model)
@@ -296,6 +311,8 @@ class Ticks:
         weights_s = _soft_roofline(big, np.minimum(memory_s, compute_s, out=compute_s), self.knee, self.inv_knee)
         weights_s += self.fixed
         attention_s = decode * self.kv_read
+        if self.mixed_read is not None and np.any(prefill):  # reread beside a chunk past the L2 (_tick's)
+            attention_s *= np.where(np.greater(prefill, 0.0) & (attention_s > self.mixed_l2), self.mixed_read, 1.0)
         attention_s /= self.kv_rate
         if self.prompt_apart:  # the larger of the KV read and the decodes' arithmetic, then the prompt's
             np.maximum(attention_s, decode * self.attn_dec / self.split / self.attention_rate, out=attention_s)

@@ -16,7 +16,7 @@ from anchorgpu.planner.speed.flops import (
     decode_attention_flops_per_token,
     unsampled_prompt_share,
 )
-from anchorgpu.planner.speed.mixed_attention import mixed_step_kv_read_factor
+from anchorgpu.planner.speed.mixed_attention import mixed_step_kv_read_factor, mixed_step_l2_kv_bytes
 from anchorgpu.planner.speed.serving import _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 
@@ -57,8 +57,9 @@ def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, req
     per_replica, wave = math.ceil(requests / setup.replicas), max(1, concurrency // setup.replicas)
     if kv_tokens is not None and prompt_tokens + output_tokens <= kv_tokens:  # admitted while their prompts fit
         wave = min(wave, int(kv_tokens // (prompt_tokens + 1)))
-    reread = mixed_step_kv_read_factor(model, gpu, engine=setup.engine, tp=setup.tp,
-                                       attention_dp=setup.attention_dp) if setup.pp == 1 else 1.0
+    reread = mixed_step_kv_read_factor(model, gpu, engine=setup.engine, tp=setup.tp, attention_dp=setup.attention_dp,
+                                       kv_fp8=setup.kv_fp8) if setup.pp == 1 else 1.0
+    l2_kv_bytes = mixed_step_l2_kv_bytes(model, gpu, tp=setup.tp, pp=setup.pp, attention_dp=setup.attention_dp)
     total = 0.0
     while per_replica > 0:
         batch = min(wave, per_replica)
@@ -70,7 +71,7 @@ def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, req
         else:
             total += _prefill_s(model, setup, c, float(batch * prompt_tokens), prompt_tokens)
             total += (output_tokens - 1) * _step(setup, c, float(batch), 0.0, decode_flops, 0.0, head_skip=0.0)[0]
-        if reread > 1.0 and per_replica > 0:
+        if reread > 1.0 and per_replica > 0 and decoding * setup.kv_bytes_per_sequence_per_gpu > l2_kv_bytes:
             total += _shared_steps_reread_s(setup, c, decoding, min(wave, per_replica), prompt_tokens, output_tokens,
                                             reread)
     return total
@@ -87,7 +88,9 @@ def _shared_steps_reread_s(setup: ServingSetup, c: _StepConstants, decoding: flo
     most this wave's ``output_tokens - 1``; the last wave decodes alone. Each such step reads the caches of the
     ``decoding`` sequences (the wave, or what the cache holds of a wave that outgrows it) ``reread - 1`` times more
     than the planned decode step does, at the rate the planned step reads them (``c.kv_rate``). Charged where the
-    replica is one pipeline stage (the caller's ``setup.pp == 1``)."""
+    replica is one pipeline stage (the caller's ``setup.pp == 1``) and the decodes' caches outgrow what the L2 keeps
+    between a group's query heads (the caller's test against
+    :func:`~anchorgpu.planner.speed.mixed_attention.mixed_step_l2_kv_bytes`), as the steady state's steps are."""
     shared = min(output_tokens - 1, math.ceil(next_batch * prompt_tokens / setup.max_num_batched_tokens))
     return shared * (reread - 1.0) * decoding * setup.kv_bytes_per_sequence_per_gpu / c.kv_rate
 

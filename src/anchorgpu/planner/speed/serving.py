@@ -216,8 +216,11 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     skipped = prefill_tokens * head_skip  # prompt tokens whose logits are never computed
     if skipped:
         matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
+    # a step holding a prompt chunk reads its decodes' caches c.mixed_kv_factor times where they outgrow the L2 (vLLM's
+    # FlashAttention 2 on SM 8.x, speed.mixed_attention); the ceiling reads them once
+    kv_read = kv_bytes * c.mixed_kv_factor if kv_bytes > c.mixed_kv_l2_bytes and prefill_tokens else kv_bytes
     work, weights_s, attention_s, weights_read_s, kv_s, attn_compute_s = _work(
-        c, weights / mem_rate, matmul_s, kv_bytes / c.kv_rate, attn_flops_per_gpu, tokens,
+        c, weights / mem_rate, matmul_s, kv_read / c.kv_rate, attn_flops_per_gpu, tokens,
         batch * decode_attn_flops / split, prompt_flops / split)
     comm = 0.0
     if message > 0:
@@ -277,7 +280,9 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     skipped = prefill_tokens * head_skip
     if skipped:
         matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
-    weights_read_s, kv_s = weights / c.mem_rate, kv_bytes / c.kv_rate
+    # _tick's read: a step holding a prompt chunk reads its decodes' caches c.mixed_kv_factor times past the L2
+    weights_read_s = weights / c.mem_rate
+    kv_s = (kv_bytes * c.mixed_kv_factor if kv_bytes > c.mixed_kv_l2_bytes and prefill_tokens else kv_bytes) / c.kv_rate
     attn_compute_s = attn_flops_per_gpu / c.attention_rate  # _work's terms, inline
     p = c.knee  # soft_roofline's two finite branches, inline (the same operations); the rest through it
     if 0.0 < matmul_s <= weights_read_s < _INF:

@@ -54,6 +54,7 @@ from anchorgpu.planner.speed.links import (
     peak_for,
     weights_precision_on,
 )
+from anchorgpu.planner.speed.mixed_attention import FA2_CAPABILITY, mixed_attention_assumption
 from anchorgpu.planner.speed.moe_backend import (
     VLLM_MARLIN,
     moe_backend_line,
@@ -391,6 +392,10 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
         assumptions.append(prompt_attention_apart_line(
             trtllm_context_attention(plan.gpu, cal, apart=True, kv_fp8=setup.kv_fp8), prompt,
             cal.stack(plan.gpu).attention_efficiency))
+    cc = plan.gpu.compute_capability  # FlashAttention 2's reread: mixed_attention's first test, inline (no call else)
+    if cc and cc.startswith(FA2_CAPABILITY) and (mixed := mixed_attention_assumption(model, plan.gpu, setup,
+                                                                                    est.per_replica)):
+        assumptions.append(mixed)
     if host_passes_per_cycle(setup.engine, setup.pp) > 1:  # TensorRT-LLM's PP loop, the cap it puts on a replica
         assumptions.append(pp_host_line(plan, setup, est, cal))
     if plan.precision.kv_cache == "nvfp4":

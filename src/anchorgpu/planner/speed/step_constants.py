@@ -4,6 +4,7 @@ roofline ceiling and memoised. Pure."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -21,6 +22,7 @@ from anchorgpu.planner.speed.experts import (
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, fuses_norms_into_allreduce, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
+from anchorgpu.planner.speed.mixed_attention import mixed_step_kv_read_factor, mixed_step_l2_kv_bytes
 from anchorgpu.planner.speed.moe_backend import expert_half_tokens, marlin_expert_rate
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
@@ -125,6 +127,10 @@ class _StepConstants:
     ep_rate: float  # the EP group's link bandwidth x efficiency
     ep_latency_s: float
     kv_rate: float  # the rate a decode step reads the KV cache: mem_rate, or the engine's attention kernel's measured
+    mixed_kv_factor: float  # times a step holding a prompt chunk reads its decodes' KV cache (vLLM's FlashAttention 2
+    # per query head: speed.mixed_attention.mixed_step_kv_read_factor); 1.0 elsewhere and for the ceiling
+    mixed_kv_l2_bytes: float  # the decodes' KV bytes up to which that reread hits the L2 (mixed_step_l2_kv_bytes);
+    # inf where the factor is 1.0, so the step's test of it fails at its first comparison
     prompt_attention_apart: bool  # the prompt chunk's attention runs as its own kernel after the decodes' (TensorRT-LLM:
     # step_constants.prompt_attention_apart), so its time adds to the KV read rather than hiding under it
     prompt_attention_rate: float  # that kernel's rate on a prompt's causal pairs (TensorRT-LLM's measured, else
@@ -198,6 +204,8 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     context = None if ideal else trtllm_context_attention(gpu, cal, apart=prompt_attention_apart(setup.engine),
                                                           kv_fp8=setup.kv_fp8)
     fused_norms = fuses_norms_into_allreduce(model, setup.engine, setup.tp, attention_dp=setup.attention_dp)
+    mixed = 1.0 if ideal else mixed_step_kv_read_factor(model, gpu, engine=setup.engine, tp=setup.tp,
+                                                        attention_dp=setup.attention_dp, kv_fp8=setup.kv_fp8)
     return _StepConstants(
         matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
@@ -237,6 +245,8 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
         ep_latency_s=ep_exchange_latency_s(gpu, ep_link, setup.ep, cal) if ep_link is not None else 0.0,
         kv_rate=bw * kv_fraction if kv_fraction else bw * mbu,
+        mixed_kv_factor=mixed, mixed_kv_l2_bytes=(math.inf if mixed == 1.0 else mixed_step_l2_kv_bytes(
+            model, gpu, tp=setup.tp, pp=setup.pp, attention_dp=setup.attention_dp)),
         prompt_attention_apart=prompt_attention_apart(setup.engine),
         prompt_attention_rate=bf16 * att_eff * head_ratio if context is None else bf16 * context[0] * head_ratio,
         prompt_extra_pairs=0.0 if context is None else context[1])
