@@ -96,9 +96,8 @@ def test_recommends_rows_are_the_launchs_plans(capsys: pytest.CaptureFixture[str
     """recommend's sweep takes training memory from ``plan`` once per layout with the workload it was given
     (planner/sweep.py), which ``recommend --recipe`` builds through ``launch_reach``: its 8-GPU ZeRO-2 row is
     ``plan --recipe torchrun-fsdp --zero 2``'s memory, and not the row of the same workload without the launch."""
-    from cli_runner import run_json
-
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec, sweep
+    from cli_runner import run_json
 
     model = load_model("llama-3.1-8b")
     shapes = (HardwareShape(id="h100x8", gpu=H100, gpus_per_server=8, max_servers=1, scale_out=False),)

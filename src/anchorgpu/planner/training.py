@@ -37,9 +37,9 @@ from anchorgpu.planner.terms import (
 )
 from anchorgpu.planner.training_pipeline import (
     FSDP_PIPELINE_LINE,
+    check_interleaving,
     fsdp2_unresharded,
     fsdp2_unresharded_line,
-    check_interleaving,
     fsdp_pipeline_held_bytes,
     fsdp_units_line,
     interleaved_activation_bytes,
