@@ -113,3 +113,24 @@ def test_recommends_rows_are_the_launchs_plans(capsys: pytest.CaptureFixture[str
                    "--pp", "1", "--dp", "8", "--zero", "2", "--recipe", "torchrun-fsdp")
     assert "fsdp_unit_gradients_bytes" in doc["breakdown"]
     assert row_total("torchrun-fsdp") == doc["per_gpu"]["total_bytes"] != row_total(None)
+
+
+@pytest.mark.parametrize(("zero", "launched", "deepspeed"), [(2, 38.20, 36.35), (1, 38.20, 47.99)])
+def test_the_readme_figures_are_the_plans(capsys: pytest.CaptureFixture[str], zero: int, launched: float,
+                                          deepspeed: float) -> None:
+    """README's FSDP paragraph: Llama-3.1-8B on 8 H100, DP 8, planned for ``--recipe torchrun-fsdp`` and for DeepSpeed's
+    ZeRO (``--train-stack pytorch``), micro-batch 1 and full recompute: the launch holds ZeRO-2's states at ZeRO-1 too."""
+    from pathlib import Path
+
+    from cli_runner import run_json
+
+    base = ("plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--tp", "1", "--pp", "1",
+            "--dp", "8", "--zero", str(zero))
+    fixed = ("--micro-batch", "1", "--recompute", "full")
+
+    def gib(*extra: str) -> float:
+        return round(run_json(capsys, *base, *fixed, *extra)["per_gpu"]["total_bytes"] / 2**30, 2)
+
+    assert (gib("--recipe", "torchrun-fsdp"), gib("--train-stack", "pytorch")) == (launched, deepspeed)
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert f"{launched:.2f}" in readme and f"{deepspeed:.2f}" in readme
