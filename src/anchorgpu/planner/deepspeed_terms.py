@@ -20,6 +20,7 @@ from anchorgpu.planner.deepspeed_zero import (
 )
 from anchorgpu.planner.inputs import Workload
 from anchorgpu.planner.result import ResolvedLayout
+from anchorgpu.planner.training_pipeline import fsdp2_unresharded
 
 __all__ = ["DeepSpeedTerms", "deepspeed_terms", "zero3_bucket_bytes", "zero3_bucket_line"]
 
@@ -63,12 +64,13 @@ def deepspeed_terms(model: ModelSpec, w: Workload, lay: ResolvedLayout, *, mixed
     """DeepSpeed's buffers for a plan's layout: ZeRO-1/2's where DeepSpeed builds that optimizer
     (:func:`~anchorgpu.planner.deepspeed_zero.runs_zero_optimizer`; ``rest_gpu``/``expert_gpu`` the parameters on the
     GPU, sharded over ``shards``/``expert_dp``), and ZeRO-3's reduce bucket where the launch is the deepspeed recipe's
-    (``Workload.launch_deepspeed``); else none."""
+    (``Workload.launch_deepspeed``); else none, and none where the launch runs FSDP2 in place of ZeRO-1/2
+    (:func:`~anchorgpu.planner.training_pipeline.fsdp2_unresharded`: torchrun-fsdp's)."""
     if w.launch_deepspeed and (lay.zero == 3 or lay.fsdp):
         bucket = zero3_bucket_bytes(model.hidden_size)
         return DeepSpeedTerms({"zero3_reduce_bucket_bytes": bucket}, bucket, 0,
                               zero3_bucket_line(bucket, model.hidden_size))
-    if not runs_zero_optimizer(w.train_stack, lay.zero, lay.fsdp, lay.offload,
+    if fsdp2_unresharded(w, lay) or not runs_zero_optimizer(w.train_stack, lay.zero, lay.fsdp, lay.offload,
                                not mixed or (w.task == "train" and w.optimizer_state == "bf16"), lay.tp, lay.cp):
         return DeepSpeedTerms({}, 0, 0, "")
     # accelerate launches FP8 with its DeepSpeed plugin's keys: DeepSpeed's default bucket (recipes/training.py)

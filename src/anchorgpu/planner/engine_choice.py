@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
 
 __all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "engine_weights_refusal",
-           "launch_reach", "launches_accelerate", "launches_stages",
+           "launch_reach", "launches_accelerate", "launches_stages", "launches_torchrun_fsdp",
            "launches_tp_cp", "resolve_engine",
            "resolve_train_stack"]
 
@@ -215,6 +215,20 @@ def launches_deepspeed(recipe: str | None) -> bool:
     return recipe is not None and recipe.strip().lower() == "deepspeed"
 
 
+def launches_torchrun_fsdp(recipe: str | None) -> bool:
+    """Whether the launch asked for is the torchrun-fsdp recipe's (``Workload.launch_torchrun_fsdp``), whose ZeRO-1/2 is
+    FSDP2 without resharding after forward (``anchorgpu_train.json``'s ``fsdp.reshard_after_forward`` false, the
+    parameters kept in fp32 under mixed precision): the sharded gradients in fp32 and every unit's 16-bit weights kept
+    gathered from forward into backward (torch ``_fsdp_param_group.py`` ``FSDPParamGroup.reshard``: in the forward
+    state it returns without resharding; ``post_backward`` reshards each unit, ``reshard_after_backward``), not the
+    plan's DeepSpeed ZeRO-1/2.
+
+    >>> launches_torchrun_fsdp(None), launches_torchrun_fsdp("accelerate"), launches_torchrun_fsdp("Torchrun-FSDP")
+    (False, False, True)
+    """
+    return recipe is not None and recipe.strip().lower() == "torchrun-fsdp"
+
+
 class LaunchReach(TypedDict):
     """What :func:`launch_reach` sets on a workload."""
 
@@ -222,18 +236,21 @@ class LaunchReach(TypedDict):
     launch_tp_cp: bool
     launch_accelerate: bool
     launch_deepspeed: bool
+    launch_torchrun_fsdp: bool
 
 
 def launch_reach(recipe: str | None) -> LaunchReach:
     """The :class:`~anchorgpu.planner.inputs.Workload` fields that hold the layout to what the launch asked for can
     run (:func:`launches_stages`, :func:`launches_tp_cp`) and count what it holds (:func:`launches_accelerate`,
-    :func:`launches_deepspeed`), for every face that builds a workload from a ``recipe``.
+    :func:`launches_deepspeed`, :func:`launches_torchrun_fsdp`), for every face that builds a workload from a
+    ``recipe``.
 
-    >>> launch_reach("deepspeed")
-    {'launch_stages': False, 'launch_tp_cp': False, 'launch_accelerate': False, 'launch_deepspeed': True}
+    >>> launch_reach("deepspeed")["launch_deepspeed"], launch_reach("torchrun-fsdp")["launch_torchrun_fsdp"]
+    (True, True)
     """
     return LaunchReach(launch_stages=launches_stages(recipe), launch_tp_cp=launches_tp_cp(recipe),
-                       launch_accelerate=launches_accelerate(recipe), launch_deepspeed=launches_deepspeed(recipe))
+                       launch_accelerate=launches_accelerate(recipe), launch_deepspeed=launches_deepspeed(recipe),
+                       launch_torchrun_fsdp=launches_torchrun_fsdp(recipe))
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:

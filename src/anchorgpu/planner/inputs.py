@@ -234,6 +234,9 @@ class Workload:
     # True where the launch asked for is DeepSpeed's own (--recipe deepspeed: engine_choice.launches_deepspeed): at
     # ZeRO-3 its reduce bucket (stage3.py __init__ "# IPG"), held for the whole run, beyond FSDP2's units
     launch_deepspeed: bool = False
+    # True where the launch asked for is torchrun-fsdp's (engine_choice.launches_torchrun_fsdp): its ZeRO-1/2 is FSDP2
+    # without resharding after forward (training_pipeline.fsdp2_unresharded), not DeepSpeed's ZeRO-1/2
+    launch_torchrun_fsdp: bool = False
     cross_entropy: CrossEntropy | None = None  # the loss's implementation (full training); None: the stack's default
     train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that
     optimizer_state: OptimizerState = "fp32"  # AdamW's master and moments under mixed/fp8/fp4 (OPTIMIZER_STATES)

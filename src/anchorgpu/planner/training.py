@@ -37,9 +37,9 @@ from anchorgpu.planner.terms import (
 )
 from anchorgpu.planner.training_pipeline import (
     FSDP_PIPELINE_LINE,
-    accelerate_unresharded,
-    accelerate_unresharded_line,
     check_interleaving,
+    fsdp2_unresharded,
+    fsdp2_unresharded_line,
     fsdp_pipeline_held_bytes,
     fsdp_units_line,
     interleaved_activation_bytes,
@@ -111,8 +111,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if lay.pipeline_layout is not None:
         assumptions.append(pipeline_layout_line(lay.pipeline_layout))
     breakdown: dict[str, int] = {}
-    # accelerate's FSDP2 without resharding (TP/CP below ZeRO-3): ZeRO-2's sharding, gradients in the parameters' dtype
-    unresharded = accelerate_unresharded(w, lay)
+    # FSDP2 without resharding below ZeRO-3 (accelerate's TP/CP, torchrun-fsdp's ZeRO-1/2): ZeRO-2's sharding, gradients
+    # in the parameters' dtype
+    unresharded = fsdp2_unresharded(w, lay)
     if w.task == "train":
         states = full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, 2 if unresharded else lay.zero,
                                       lay.offload, w.optimizer, mixed, (4 if mixed else 2) if unresharded
@@ -183,7 +184,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                                          reduce_bytes=4 if mixed else 2)
         breakdown["fsdp_unit_gradients_bytes"] = unit_grads
         grads += unit_grads
-        assumptions.append(accelerate_unresharded_line(unit_grads, lay.zero, mixed))
+        assumptions.append(fsdp2_unresharded_line(unit_grads, lay.zero, mixed, w.launch_accelerate))
     if lay.offload != "none":
         # the host's update (ZeRO-Offload, FSDP's CPU offload) keeps the partition it updates (the master where there
         # is one), the state and that partition's gradient in its dtype: training_states.update_partition_bytes

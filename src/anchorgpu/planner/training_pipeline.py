@@ -18,7 +18,8 @@ from anchorgpu.planner.speed.pipeline import (
     timed_batch_tokens,
 )
 
-__all__ = ["FSDP_PIPELINE_LINE", "accelerate_unresharded", "accelerate_unresharded_line", "check_interleaving", "fsdp_pipeline_held_bytes", "fsdp_units_line", "interleaved_activation_bytes",
+__all__ = ["FSDP_PIPELINE_LINE", "check_interleaving", "fsdp2_unresharded", "fsdp2_unresharded_line",
+           "fsdp_pipeline_held_bytes", "fsdp_units_line", "interleaved_activation_bytes",
            "interleaved_activation_line", "pipeline_layout_line"]
 
 
@@ -86,33 +87,47 @@ def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: 
             f"{fmt_bytes(unit_gradients_bytes)} more at the fullest moment.")
 
 
-def accelerate_unresharded(w: Workload, lay: ResolvedLayout) -> bool:
-    """Whether the launch is accelerate's FSDP2 without resharding after forward: ``--recipe accelerate``
-    (``Workload.launch_accelerate``) of a full training layout with TP or CP below ZeRO-3, which its DeepSpeed plugin
-    cannot run (no TP/CP size) and the recipe writes as ``fsdp_reshard_after_forward: false`` with a
-    ``parallelism_config`` (:mod:`anchorgpu.recipes.training`), sharding over DP x CP (accelerate 1.15.0
-    ``parallelism_config.py`` ``fsdp_dim_names``: ``dp_shard_cp``). Not with offload, and not where DP x CP is 1:
-    accelerate refuses FSDP2 with nothing to shard across (``_validate_accelerator``) and the recipe runs TP alone.
+def fsdp2_unresharded(w: Workload, lay: ResolvedLayout) -> bool:
+    """Whether the launch is FSDP2 without resharding after forward below ZeRO-3, for full training on the PyTorch
+    stack, sharding over DP x CP, without offload: ``--recipe accelerate`` (``Workload.launch_accelerate``) with TP or
+    CP > 1, which its DeepSpeed plugin cannot run (no TP/CP size) and the recipe writes as
+    ``fsdp_reshard_after_forward: false`` with a ``parallelism_config`` (accelerate 1.15.0 ``parallelism_config.py``
+    ``fsdp_dim_names``: ``dp_shard_cp``); and ``--recipe torchrun-fsdp`` (``Workload.launch_torchrun_fsdp``) at ZeRO-1/2,
+    whose ``anchorgpu_train.json`` sets ``fsdp.reshard_after_forward`` false (:mod:`anchorgpu.recipes.training`). Not
+    where DP x CP is 1 under accelerate: it refuses FSDP2 with nothing to shard across (``_validate_accelerator``) and
+    runs TP alone; torchrun-fsdp's settings ask for FSDP2 there too (``fully_shard`` over one rank: FSDP2's
+    ``world_size == 1`` paths), its gradients then whole in fp32.
 
     >>> lay = ResolvedLayout(gpus=4, tp=2, pp=1, dp=2, ep=1, zero=1, fsdp=False, offload="none", sequence_parallel=True)
-    >>> accelerate_unresharded(Workload(task="train", train_stack="pytorch", launch_accelerate=True), lay)
+    >>> fsdp2_unresharded(Workload(task="train", train_stack="pytorch", launch_accelerate=True), lay)
     True
+    >>> one = ResolvedLayout(gpus=8, tp=1, pp=1, dp=8, ep=1, zero=2, fsdp=False, offload="none", sequence_parallel=False)
+    >>> fsdp2_unresharded(Workload(task="train", train_stack="pytorch", launch_torchrun_fsdp=True), one)
+    True
+    >>> fsdp2_unresharded(Workload(task="train", train_stack="pytorch", launch_accelerate=True), one)
+    False
     """
-    return (w.launch_accelerate and w.task == "train" and w.train_stack == "pytorch" and (lay.tp > 1 or lay.cp > 1)
-            and lay.dp * lay.cp > 1 and lay.zero < 3 and not lay.fsdp and lay.offload == "none")
+    launched = ((w.launch_accelerate and (lay.tp > 1 or lay.cp > 1) and lay.dp * lay.cp > 1)
+                or (w.launch_torchrun_fsdp and lay.zero >= 1))
+    return (launched and w.task == "train" and w.train_stack == "pytorch" and lay.zero < 3 and not lay.fsdp
+            and lay.offload == "none")
 
 
-def accelerate_unresharded_line(extra_bytes: int, zero: int, mixed: bool) -> str:
-    """The plan's line for :func:`accelerate_unresharded` layouts."""
+def fsdp2_unresharded_line(extra_bytes: int, zero: int, mixed: bool, accelerate: bool) -> str:
+    """The plan's line for :func:`fsdp2_unresharded` layouts."""
     from anchorgpu.units import fmt_bytes
 
-    return (f"ZeRO-{zero} with TP/CP as accelerate launches it: FSDP2 without resharding after forward (its DeepSpeed "
-            "plugin has no TP/CP size), so the optimizer state and the gradients are sharded over DP x CP as at ZeRO-2, "
-            f"the gradients in the sharded parameters' {'fp32' if mixed else 'bf16'} (accelerate keeps fp32 masters "
-            "under mixed precision), and every unit's 16-bit weights stay gathered from forward into backward; each "
-            "unit's backward adds its 16-bit gradients and reduce-scatter input beside them, less the units already "
-            f"resharded (FSDP2 post_backward, foreach_reduce): {fmt_bytes(extra_bytes)} at the fullest moment, counted "
-            "with the gradients.")
+    launch = (f"ZeRO-{zero} with TP/CP as accelerate launches it: FSDP2 without resharding after forward (its DeepSpeed "
+              "plugin has no TP/CP size)" if accelerate else
+              f"ZeRO-{zero} as torchrun-fsdp launches it: FSDP2 without resharding after forward (anchorgpu_train.json "
+              "fsdp.reshard_after_forward false), not DeepSpeed's ZeRO and its buffers")
+    masters = "accelerate keeps fp32 masters" if accelerate else "the script keeps the parameters in fp32"
+    return (f"{launch}, so the optimizer state and the gradients are sharded over DP x CP as at ZeRO-2, the gradients "
+            f"in the sharded parameters' {'fp32' if mixed else 'bf16'} ({masters} under mixed precision), and every "
+            "unit's 16-bit weights stay gathered from forward into backward (FSDPParamGroup.reshard returns in the "
+            "forward state); each unit's backward adds its 16-bit gradients and reduce-scatter input beside them, less "
+            f"the units already resharded (FSDP2 post_backward, foreach_reduce): {fmt_bytes(extra_bytes)} at the "
+            "fullest moment, counted with the gradients.")
 
 
 def interleaved_activation_bytes(one_f_one_b_bytes: int, pp: int, microbatches: int) -> int:

@@ -214,14 +214,31 @@ def _settings(plan: Plan, steps: TrainSteps, precision: str, model: str) -> dict
     }
 
 
+def _unresharded_line(plan: Plan) -> str:
+    """The torchrun-fsdp recipe's line for ZeRO-1/2: FSDP2 without resharding after forward, counted so where the plan
+    was made for this launch (``Workload.launch_torchrun_fsdp``: ``fsdp_unit_gradients_bytes`` in its breakdown), with
+    what the whole gathered 16-bit weights cost beside ZeRO-3."""
+    from anchorgpu.units import fmt_bytes
+
+    lay, w = plan.layout, plan.workload
+    grads = "fp32" if w.train_precision != "bf16-true" else "bf16"
+    counted = ("as planned" if w.launch_torchrun_fsdp and "fsdp_unit_gradients_bytes" in plan.breakdown else
+               "not this plan's count (DeepSpeed's ZeRO, 16-bit gradients and its buckets): plan with --recipe "
+               "torchrun-fsdp to count it")
+    return (f"ZeRO-{lay.zero} was planned: the script runs it as FSDP2 without resharding after forward "
+            f"(fsdp.reshard_after_forward false), {grads} gradients and the optimizer state sharded over DP x CP, the "
+            f"whole model's 16-bit weights ({fmt_bytes(plan.per_gpu.weights_bytes)} a GPU) gathered from forward "
+            f"into backward with each unit's gradients and reduce-scatter input beside them: {counted}. "
+            "--zero 3 (reshard after forward) shards those weights too, at one more all-gather a step.")
+
+
 def _torchrun(plan: Plan, target: Target, steps: TrainSteps, model: str, assumptions: list[str],
               cannot: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
     lay = plan.layout
     precision = _precision(plan, "torchrun-fsdp")
     settings = _settings(plan, steps, precision, model)
     if lay.zero in (1, 2) and not lay.fsdp:
-        assumptions.append(f"ZeRO-{lay.zero} was planned: FSDP2 without resharding after forward (like ZeRO-2) "
-                           "shards gradients and optimizer state; it uses no more memory than planned.")
+        assumptions.append(_unresharded_line(plan))
     if lay.zero == 0 and not lay.fsdp and lay.offload == "none":
         assumptions.append("Plain data parallelism was planned: the script wraps the model in DDP, not FSDP.")
         settings["fsdp"] = None
