@@ -303,7 +303,7 @@ def _on_pairs(base: Ticks, group: IntArray) -> Ticks:
     """``base`` (:func:`_group_ticks`) with each pair's entry at its ``group`` (``base`` itself where that is one a
     row, in order; else a copy, ``base`` left as it was for other pairs)."""
     if group.size != base.knee.shape[-1] or (group != np.arange(group.size)).any():  # else: a pair a layout
-        return copy.copy(base).expanded(group)
+        return base.taken(group)
     return base
 
 
@@ -366,7 +366,7 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         sequences, at = np.divmod(pair, rows * groups)  # precision r's (shape, TP, PP, EP) g at r x G + g
         batch = sequences.astype(np.float64)[None, :]
         step, first = np.empty((2, 1, 1, 1, batch.size))
-        ticks = copy.copy(base).expanded(at)
+        ticks = base.taken(at)
         budget_at = budget.take(at)
         user = (_user_output_tokens(batch, prompt, output, budget_at), step)
         # a request takes O mean steps (one output: all of its step): with a TTFT, the full steady step too
