@@ -67,7 +67,8 @@ def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swee
     lighter replicas' ticks are taken from where their pairs come from the same layouts (no tick formed again)."""
     busy = conc - lay.dp * (per_replica - 1)  # (C, L)
     lighter = (busy < lay.dp) & (per_replica > 1)
-    rate = np.divide(_grid_order((busy * per_replica).astype(np.float64)), total_tps)
+    # in place: each element divides the busiest step it replaces (no grid-sized temporary, no copy back)
+    rate = np.divide(_grid_order((busy * per_replica).astype(np.float64)), total_tps, out=total_tps)
     if lighter.any():
         fewer = np.where(lighter, per_replica - 1, 1)
         pairs = tick_pairs(lay, conc, fewer)
@@ -81,9 +82,8 @@ def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swee
         del ticks
         own = _on_grid(step, pairs.inverse, np.empty_like(total_tps))
         light = np.where(lighter, (lay.dp - busy) * (per_replica - 1), 0).astype(np.float64)
-        rate += _grid_order(light) / own
-    np.copyto(total_tps, rate)
-    return total_tps
+        rate += np.divide(_grid_order(light), own, out=own)
+    return rate
 
 
 def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> FloatArray:
@@ -94,10 +94,17 @@ def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> Float
     if by_pair.shape[-1] == inverse.size and (inverse.ravel() == np.arange(inverse.size)).all():  # in grid order
         np.copyto(column, by_pair.reshape(*column.shape[1:3], *inverse.shape).transpose(3, 0, 1, 2))
         return column
-    at = inverse.T
-    for w in range(column.shape[1]):
-        for k in range(column.shape[2]):
-            column[:, w, k, :] = by_pair[w, k][at]
+    if not column.flags.c_contiguous:  # (every column the sweep forms is)
+        at_l = inverse.T
+        for w in range(column.shape[1]):
+            for k in range(column.shape[2]):
+                column[:, w, k, :] = by_pair[w, k][at_l]
+        return column
+    # one gather straight into the column: each element's flat place among the pairs of its (weights, kv),
+    # (L, W x K, C); copied a (weights, kv) at a time, each row of C elements was a copy call of its own
+    rows, pairs = column.shape[1] * column.shape[2], by_pair.shape[-1]
+    at = inverse.T[:, None, :] + np.arange(0, rows * pairs, pairs)[None, :, None]
+    np.take(by_pair.reshape(-1), at, out=column.reshape(column.shape[0], rows, -1), mode="clip")  # every index valid
     return column
 
 
