@@ -67,7 +67,8 @@ def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swee
     lighter replicas' ticks are taken from where their pairs come from the same layouts (no tick formed again)."""
     busy = conc - lay.dp * (per_replica - 1)  # (C, L)
     lighter = (busy < lay.dp) & (per_replica > 1)
-    rate = np.divide(_grid_order((busy * per_replica).astype(np.float64)), total_tps)
+    # in place: each element divides the busiest step it replaces (no grid-sized temporary, no copy back)
+    rate = np.divide(_grid_order((busy * per_replica).astype(np.float64)), total_tps, out=total_tps)
     if lighter.any():
         fewer = np.where(lighter, per_replica - 1, 1)
         pairs = tick_pairs(lay, conc, fewer)
@@ -81,9 +82,8 @@ def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swee
         del ticks
         own = _on_grid(step, pairs.inverse, np.empty_like(total_tps))
         light = np.where(lighter, (lay.dp - busy) * (per_replica - 1), 0).astype(np.float64)
-        rate += _grid_order(light) / own
-    np.copyto(total_tps, rate)
-    return total_tps
+        rate += np.divide(_grid_order(light), own, out=own)
+    return rate
 
 
 def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> FloatArray:
@@ -94,10 +94,17 @@ def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> Float
     if by_pair.shape[-1] == inverse.size and (inverse.ravel() == np.arange(inverse.size)).all():  # in grid order
         np.copyto(column, by_pair.reshape(*column.shape[1:3], *inverse.shape).transpose(3, 0, 1, 2))
         return column
-    at = inverse.T
-    for w in range(column.shape[1]):
-        for k in range(column.shape[2]):
-            column[:, w, k, :] = by_pair[w, k][at]
+    if not column.flags.c_contiguous:  # (every column the sweep forms is)
+        at_l = inverse.T
+        for w in range(column.shape[1]):
+            for k in range(column.shape[2]):
+                column[:, w, k, :] = by_pair[w, k][at_l]
+        return column
+    # one gather straight into the column: each element's flat place among the pairs of its (weights, kv),
+    # (L, W x K, C); copied a (weights, kv) at a time, each row of C elements was a copy call of its own
+    rows, pairs = column.shape[1] * column.shape[2], by_pair.shape[-1]
+    at = inverse.T[:, None, :] + np.arange(0, rows * pairs, pairs)[None, :, None]
+    np.take(by_pair.reshape(-1), at, out=column.reshape(column.shape[0], rows, -1), mode="clip")  # every index valid
     return column
 
 
@@ -303,7 +310,7 @@ def _on_pairs(base: Ticks, group: IntArray) -> Ticks:
     """``base`` (:func:`_group_ticks`) with each pair's entry at its ``group`` (``base`` itself where that is one a
     row, in order; else a copy, ``base`` left as it was for other pairs)."""
     if group.size != base.knee.shape[-1] or (group != np.arange(group.size)).any():  # else: a pair a layout
-        return copy.copy(base).expanded(group)
+        return base.taken(group)
     return base
 
 
@@ -366,7 +373,7 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         sequences, at = np.divmod(pair, rows * groups)  # precision r's (shape, TP, PP, EP) g at r x G + g
         batch = sequences.astype(np.float64)[None, :]
         step, first = np.empty((2, 1, 1, 1, batch.size))
-        ticks = copy.copy(base).expanded(at)
+        ticks = base.taken(at)
         budget_at = budget.take(at)
         user = (_user_output_tokens(batch, prompt, output, budget_at), step)
         # a request takes O mean steps (one output: all of its step): with a TTFT, the full steady step too

@@ -5,7 +5,6 @@ them, the per-user limit search its rounds. Split from sweep_serving (recfast, s
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -130,7 +129,7 @@ def _spread_step(ticks: Ticks, batch: FloatArray, prefill_avg: FloatArray, sprea
     if 2 * spread_at.size >= at.stop - at.start:
         np.copyto(out[..., at], ticks.part(at).step(batch[:, at], prefill_avg[:, at]), where=spread[at])
         return
-    out[..., spread_at] = copy.copy(ticks).expanded(spread_at).step(batch[:, spread_at], prefill_avg[:, spread_at])
+    out[..., spread_at] = ticks.taken(spread_at).step(batch[:, spread_at], prefill_avg[:, spread_at])
 
 
 def _span(positions: IntArray) -> slice:

@@ -6,7 +6,6 @@ pair ``(1, P)``; per KV dtype ``(K, 1, L)``; per weight format ``(W, 1, 1, L)``)
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -276,14 +275,21 @@ class Ticks:
                 setattr(self, name, value.take(rows, axis=-1))
         return self
 
+    def taken(self, rows: IntArray) -> Ticks:
+        """A copy of these ticks :meth:`expanded` at ``rows``, these left as they were (formed without ``copy.copy``'s
+        reduction protocol: a round of the limit search forms a few)."""
+        out = object.__new__(Ticks)
+        out.__dict__ = {name: value.take(rows, axis=-1) if type(value) is np.ndarray else value
+                        for name, value in vars(self).items()}
+        return out
+
     def part(self, at: slice) -> Ticks:
         """These ticks of the pairs ``at`` only (views of every per-pair term; these ticks where ``at`` is all)."""
         if at.start == 0 and at.stop == self.knee.shape[-1]:
             return self
-        part = copy.copy(self)
-        for name, value in vars(self).items():
-            if isinstance(value, np.ndarray):
-                setattr(part, name, value[..., at])
+        part = object.__new__(Ticks)
+        part.__dict__ = {name: value[..., at] if type(value) is np.ndarray else value
+                         for name, value in vars(self).items()}
         return part
 
     def tick(self, decode: FloatArray, prefill: FloatArray | float, rows: FloatArray | None = None) -> FloatArray:
