@@ -128,7 +128,7 @@ def render_plan(plan: Plan) -> None:
               + (f" · offload {lay.offload}" if lay.offload != "none" else "")
               + (f" · micro-batch {w.micro_batch} · recompute {w.recompute}" if w.task in ("train", "lora", "qlora")
                  else "")
-              + f" · weights {held_weights(plan.precision.weights, task=w.task, train_precision=w.train_precision)}"
+              + f" · weights {held_weights(str(plan.precision.weights), task=w.task, train_precision=w.train_precision)}"
               + (f" · {_cache_words(plan)} · engine {ENGINE_NAMES[w.engine]}" if w.task == "inference" else ""))
     out.print(_verdict(plan))
     if w.task == "inference" and plan.max_concurrency is not None:
