@@ -328,13 +328,16 @@ def fmt_given(value: object) -> str:
     return f"{value:,}" if abs(value) >= 1000 and math.isfinite(value) else repr(value)
 
 
-DURATION_UNITS: tuple[tuple[str, float], ...] = (("days", 86_400.0), ("h", 3_600.0), ("min", 60.0))
-"""The units a time is shown in, largest first, with their seconds; below a minute, seconds (``"s"``)."""
+DURATION_UNITS: tuple[tuple[str, float], ...] = (
+    ("years", 365 * 86_400.0), ("days", 86_400.0), ("h", 3_600.0), ("min", 60.0))
+"""The units a time is shown in, largest first, with their seconds; below a minute, seconds (``"s"``). A year is
+365 days, the year of the longest term a quote prices (:data:`MAX_TERM_HOURS`, 87,600 h = 10 of them): a run of
+22,254 years reads as such, where "8,122,743.2 days" hid its size in its digits (stop60_qa26, left 3)."""
 
 
 def duration_in_unit(seconds: float) -> tuple[float, str]:
-    """``seconds`` in the largest unit of :data:`DURATION_UNITS` it reaches one of (days from 24 h, hours from
-    60 min, minutes from 60 s, else seconds): the number and the unit's key, for the CLI (``16.2 days``) and the
+    """``seconds`` in the largest unit of :data:`DURATION_UNITS` it reaches one of (years from 365 days, days from
+    24 h, hours from 60 min, minutes from 60 s, else seconds): the number and the unit's key, for the CLI (``16.2 days``) and the
     pages (ru ``16,2 дн.``) to write alike.
 
     >>> duration_in_unit(1_382_400), duration_in_unit(72), duration_in_unit(5_400), duration_in_unit(30)
@@ -347,8 +350,8 @@ def duration_in_unit(seconds: float) -> tuple[float, str]:
 def fmt_duration(seconds: float) -> str:
     """``seconds`` as the CLI writes a time, in :func:`duration_in_unit`'s unit with one decimal.
 
-    >>> fmt_duration(1_397_981), fmt_duration(676), fmt_duration(9_863_000)
-    ('16.2 days', '11.3 min', '114.2 days')
+    >>> fmt_duration(1_397_981), fmt_duration(676), fmt_duration(9_863_000), fmt_duration(701_803_479_600)
+    ('16.2 days', '11.3 min', '114.2 days', '22,254.0 years')
     """
     value, unit = duration_in_unit(seconds)
     return f"{value:,.1f} {unit}"
@@ -358,8 +361,8 @@ def duration_unit(seconds: float) -> tuple[str, float]:
     """The unit :func:`duration_in_unit` writes ``seconds`` in and its size in seconds: a figure's band and bound
     written beside it in the same unit (``11.3 min (10.1-12.7 min)``), not each in its own.
 
-    >>> duration_unit(676), duration_unit(30), duration_unit(9_863_000)
-    (('min', 60.0), ('s', 1.0), ('days', 86400.0))
+    >>> duration_unit(676), duration_unit(30), duration_unit(9_863_000), duration_unit(365 * 86_400)
+    (('min', 60.0), ('s', 1.0), ('days', 86400.0), ('years', 31536000.0))
     """
     for unit, size in DURATION_UNITS:
         if seconds >= size:

@@ -313,7 +313,7 @@ def compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task:
     """``context_tokens`` None: :data:`DEFAULT_CONTEXT_TOKENS`, or the model's own limit where shorter."""
     from dataclasses import replace
 
-    from anchorgpu.hardware import compare_gpus, comparison_to_json, get_gpu
+    from anchorgpu.hardware import compare_gpus, compared_pair, comparison_to_json
 
     bounded_int(context_tokens, field="context")  # plan's bounds, before the model's limit is checked
     if model is None:  # what only the model's plan reads is refused without one, not ignored
@@ -324,7 +324,7 @@ def compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task:
     if precision is not None and task in TRAINING_LIKE:  # not dropped in silence: training sets its own formats
         raise InvalidInput(f"--precision sets a served model's weights (--task inference); task {task} holds them as "
                            "plan does (training bf16, LoRA a bf16 frozen base, QLoRA an nf4-dq one)")
-    a, b = get_gpu(a_name), get_gpu(b_name)
+    a, b = compared_pair(a_name, b_name)  # one GPU named twice is refused: 1.00x with no band on every row
     workload = _workload(model, task, precision) if model is not None else None
     price_a, note_a = price_per_gpu_hour(a.name)
     price_b, note_b = price_per_gpu_hour(b.name)

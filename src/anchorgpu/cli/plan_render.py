@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchorgpu.cli._app import console
 from anchorgpu.cli.speed_band import BOUND_WORDS, band, band_note, without_ceiling
+from anchorgpu.planner.held_weights import held_weights
 
 if TYPE_CHECKING:
     from anchorgpu.planner import Plan
@@ -127,7 +128,7 @@ def render_plan(plan: Plan) -> None:
               + (f" · offload {lay.offload}" if lay.offload != "none" else "")
               + (f" · micro-batch {w.micro_batch} · recompute {w.recompute}" if w.task in ("train", "lora", "qlora")
                  else "")
-              + f" · weights {plan.precision.weights}"
+              + f" · weights {held_weights(str(plan.precision.weights), task=w.task, train_precision=w.train_precision)}"
               + (f" · {_cache_words(plan)} · engine {ENGINE_NAMES[w.engine]}" if w.task == "inference" else ""))
     out.print(_verdict(plan))
     if w.task == "inference" and plan.max_concurrency is not None:
@@ -159,8 +160,8 @@ def render_plan(plan: Plan) -> None:
                   f"{' (tiled)' if w.vae_tiling else ''}; the table shows the larger phase ({peak})")
     table = Table(title="Memory per GPU", show_lines=False, title_justify="left")
     table.add_column("term")
-    table.add_column("GiB", justify="right")
-    table.add_column("share", justify="right")
+    table.add_column("GiB", justify="right", overflow="fold")  # a number folds, never cut (stop60_qa26, left 3)
+    table.add_column("share", justify="right", overflow="fold")
     total = max(1, plan.per_gpu.total_bytes)
     kv_label = "KV cache + state" if "state_per_sequence_bytes" in plan.breakdown else "KV cache"
     rows = [("weights", plan.per_gpu.weights_bytes), (kv_label, plan.per_gpu.kv_cache_bytes),
@@ -195,7 +196,7 @@ def render_plan(plan: Plan) -> None:
         speed_column = "train tok/s (band)" if banded else "train tok/s"
         for col, justify in (("change", "left"), ("what", "left"), ("GPUs", "right"), ("per GPU", "right"),
                              ("headroom", "right"), *(((speed_column, "right"),) if speeds else ())):
-            sug.add_column(col, justify=justify)
+            sug.add_column(col, justify=justify, overflow="fold" if justify == "right" else "ellipsis")
         for s in plan.suggestions:
             sug.add_row(s.change, s.description, str(s.gpus), _fmt(s.total_bytes), _fmt(s.headroom_bytes),
                         *((_suggested_speed(s, banded=banded),) if speeds else ()))

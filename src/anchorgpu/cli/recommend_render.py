@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.cli._app import console
+from anchorgpu.planner.held_weights import held_weights
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.units import fmt_duration, fmt_figure
 
@@ -61,8 +62,12 @@ def render_recommendation(rec: Recommendation) -> None:
     columns += [f"total {rec.term}", "$/GPU-h"]
     left = ("offering", "layout", "weights/KV", "weights")
     for name in columns:
+        # a number is never cut: where the table is wider than the screen, the layout (the widest cell, in words)
+        # wraps between its parts first, and a numeric cell that still does not fit folds onto a second line, where
+        # rich's default ellipsis left "8,122,7… days" and "$27,156…" (stop60_qa26, left 3)
         table.add_column(name, justify="left" if name in left else "right",
-                         no_wrap=name in left or name == "GiB/GPU used/usable")  # its '!' beside the figures
+                         no_wrap=(name in left and name != "layout") or name == "GiB/GPU used/usable",
+                         overflow="ellipsis" if name in left and name != "layout" else "fold")
     for i, o in enumerate(rec.results, 1):
         c = o.config
         layout = (f"TP{c['tp']} PP{c['pp']}" + (f" v{c['virtual_stages']}" if c.get("virtual_stages", 1) > 1 else "")
@@ -74,7 +79,8 @@ def render_recommendation(rec: Recommendation) -> None:
                   + (" off:opt" if c.get("offload", "none") != "none" else ""))  # optimizer state in host memory
         mem = (f"{c['per_gpu_total_bytes'] / GIB:.1f}/{c['budget_bytes'] / GIB:.1f}"
                + (" !" if _HEADROOM_CODES.intersection(o.codes) else ""))  # a headroom plan warns of
-        precision = c["weights"] if training or diffusion else f"{c['weights']}/{c['kv_cache']}"
+        precision = (held_weights(c["weights"], task=rec.task, train_precision=wl.get("train_precision"), short=True)
+                     if training or diffusion else f"{c['weights']}/{c['kv_cache']}")  # FP8's as held, as plan's
         row = [str(i), o.offering, f"{o.servers}×{o.gpus // o.servers}", str(c["dp"]) if diffusion else layout,
                precision + (" ↓" if o.lower_precision else ""), mem]
         if diffusion:

@@ -11,7 +11,8 @@ Public API (other areas code against these names):
 - :func:`gpu_to_json`: the stable JSON form used by ``anchorgpu gpus --json`` and the API.
 - :func:`compare_gpus` ``(a, b, *, price_a_usd_per_gpu_hour, price_b_usd_per_gpu_hour, workload)`` ->
   :class:`GpuComparison` (ratios ``a / b`` and plain-language statements); :func:`comparison_to_json` gives
-  the ``anchorgpu gpus compare --json`` form (for the API and the web page's comparison view).
+  the ``anchorgpu gpus compare --json`` form (for the API and the web page's comparison view);
+  :func:`compared_pair` ``(a_name, b_name)`` looks both up, refusing one GPU named twice.
 
 Memory: ``GpuSpec.memory_bytes`` is the usable/platform capacity the planner budgets against (B200: 180 GiB
 of 192 physical); ``memory_headline`` keeps the vendor's figure and ``memory_unit`` what its "GB" means.
@@ -25,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak, PeakStatus, Precision
 
 if TYPE_CHECKING:
-    from anchorgpu.hardware.compare import FEATURED_COMPARISONS, GpuComparison, MetricComparison, compare_gpus
+    from anchorgpu.hardware.compare import (
+        FEATURED_COMPARISONS,
+        GpuComparison,
+        MetricComparison,
+        compare_gpus,
+        compared_pair,
+    )
     from anchorgpu.hardware.loader import normalize_name, parse_gpus, parse_sources
     from anchorgpu.hardware.registry import GpuIndex, get_gpu, list_gpus, source_descriptions
     from anchorgpu.hardware.resident_fit import Workload, WorkloadFit, workload_fit
@@ -35,7 +42,8 @@ if TYPE_CHECKING:
 # package (or one of its submodules) does not load the rest: ``anchorgpu plan`` must start fast.
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
-        ("FEATURED_COMPARISONS", "GpuComparison", "MetricComparison", "compare_gpus"), "anchorgpu.hardware.compare"
+        ("FEATURED_COMPARISONS", "GpuComparison", "MetricComparison", "compare_gpus", "compared_pair"),
+        "anchorgpu.hardware.compare",
     ),
     **dict.fromkeys(("Workload", "WorkloadFit", "workload_fit"), "anchorgpu.hardware.resident_fit"),
     **dict.fromkeys(("normalize_name", "parse_gpus", "parse_sources"), "anchorgpu.hardware.loader"),
@@ -56,6 +64,7 @@ __all__ = [
     "Workload",
     "WorkloadFit",
     "compare_gpus",
+    "compared_pair",
     "comparison_to_json",
     "get_gpu",
     "gpu_to_json",

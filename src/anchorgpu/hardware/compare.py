@@ -275,6 +275,30 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison],
     return out
 
 
+def compared_pair(a_name: str, b_name: str) -> tuple[GpuSpec, GpuSpec]:
+    """The two GPUs ``a_name`` and ``b_name`` name (:func:`~anchorgpu.hardware.get_gpu`), refused in one line where
+    they are one GPU (the same name twice, or two of its aliases): a GPU against itself is 1.00x on every row with
+    no band, as its two predictions share one error, where the table showed "1.00x (0.80-1.25)" as if two
+    independent errors (stop60_qa26, left 4). The CLI (exit 2), the API (422) and the page refuse it alike.
+
+    >>> [g.name for g in compared_pair("h200", "h100")]
+    ['h200', 'h100-sxm']
+    >>> compared_pair("h100", "H100-SXM")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidInput: h100 and H100-SXM are the same GPU (NVIDIA H100 SXM 80GB): compared with itself \
+every ratio is exactly 1.00x; give two different GPUs
+    """
+    from anchorgpu.errors import InvalidInput
+    from anchorgpu.hardware.registry import get_gpu
+
+    a, b = get_gpu(a_name), get_gpu(b_name)
+    if a.name == b.name:
+        raise InvalidInput(f"{a_name} and {b_name} are the same GPU ({a.display_name}): compared with itself every "
+                           "ratio is exactly 1.00x; give two different GPUs")
+    return a, b
+
+
 def compare_gpus(
     a: GpuSpec,
     b: GpuSpec,

@@ -48,6 +48,7 @@ from anchorgpu.planner.training_pipeline import (
 )
 from anchorgpu.planner.training_states import (
     BF16_TRUE_LINE,
+    FP8_STATE_WEIGHTS,
     OPTIMIZER_STATE_LINES,
     STATE_WORDS,
     ZERO_BF16_COPY_LINE,
@@ -124,7 +125,10 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                                                               update_value)
         grad_value = w.grad_bytes_per_value
         breakdown.update(weight_terms)
-        assumptions.append(BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
+        state_line = BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state]
+        if w.train_precision == "fp8" and w.task == "train":  # the weights held are FP8's, 2 bytes too (below)
+            state_line = state_line.replace("16-bit weights and gradients", FP8_STATE_WEIGHTS)
+        assumptions.append(state_line)
         if not mixed and lay.offload == "none" and lay.zero >= 1 and not unresharded and zero_runs_deepspeed(
                 w.train_stack, lay.zero, lay.fsdp):
             master = update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp, 2)

@@ -14,7 +14,7 @@ from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.terms import layout_weights_bytes
 
-__all__ = ["BF16_TRUE_LINE", "OPTIMIZER_STATE_LINES", "STATE_WORDS", "expert_params_per_gpu", "ZERO_BF16_COPY_LINE", "full_training_states",
+__all__ = ["BF16_TRUE_LINE", "FP8_STATE_WEIGHTS", "OPTIMIZER_STATE_LINES", "STATE_WORDS", "expert_params_per_gpu", "ZERO_BF16_COPY_LINE", "full_training_states",
            "params_per_gpu", "update_partition_bytes", "zero_runs_deepspeed"]
 
 
@@ -30,6 +30,9 @@ OPTIMIZER_STATE_LINES: dict[str, str] = {
              "AdamW's two moments in bf16 (2 + 2 + 2 + 4 bytes per parameter)."),
 }
 """The assumption line for a mixed-precision (mixed, FP8, FP4) run's optimizer state, by ``--optimizer-state``."""
+FP8_STATE_WEIGHTS = "2-byte weights (FP8 with their transposes under FP8 training, below) and 16-bit gradients"
+"""What :data:`OPTIMIZER_STATE_LINES`' "16-bit weights and gradients" reads under FP8 training, whose weights are held
+in FP8 with their transposes (Megatron-Core ``--fp8-param-gather``), not in 16 bit (stop60_qa26, left 2)."""
 STATE_WORDS = {"fp32": "fp32 master weights and moments", "bf16-moments": "fp32 master weights and bf16 moments",
                 "bf16": "bf16 master weights and moments"}
 BF16_TRUE_LINE = "bf16-true training: no fp32 master copy; optimizer moments kept in bf16."

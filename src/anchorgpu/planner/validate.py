@@ -50,7 +50,7 @@ __all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_activation_offload_layout"
 
 TRAIN_FORMATS = ("bf16", "fp16", "fp32")
 
-_FORMATS: dict[tuple[int, str, str | None, str], tuple[object, WeightFormat, tuple[str, ...]]] = {}
+_FORMATS: dict[tuple[int, str, str | None, str, str], tuple[object, WeightFormat, tuple[str, ...]]] = {}
 
 
 def resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, precision: PrecisionPlan,
@@ -58,7 +58,7 @@ def resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     """The weight format planned (the checkpoint's, the task's default, or ``precision.weights``), its
     assumption appended. It depends on the (frozen) model, the task and the two dtypes only: memoised on them,
     so the plans of a sweep or a layout search resolve it once (a refusal is raised each time, never kept)."""
-    key = (id(model), workload.task, precision.weights, precision.kv_cache)
+    key = (id(model), workload.task, precision.weights, precision.kv_cache, workload.train_precision)  # FP8's line
     fmt: WeightFormat = memo_with_lines(_FORMATS, key, model, assumptions, _resolve_format, model, workload, precision)
     return fmt
 
@@ -85,6 +85,10 @@ def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             fmt = shipped
             assumptions.append(f"Weights: {describe_shipped(shipped.shipped)}, as the checkpoint ships them "
                                f"(quantization_config {shipped.shipped.method}; --weights overrides).")
+        elif workload.task == "train" and workload.train_precision == "fp8":  # not "stored as bf16" (stop60_qa26)
+            fmt = shipped
+            assumptions.append(f"Weights: the {fmt.name} checkpoint (default for task train), held in FP8 with their "
+                               "transposes under FP8 training (below).")
         else:
             fmt = shipped
             assumptions.append(f"Weights stored as {fmt.name} (default for task {workload.task}).")

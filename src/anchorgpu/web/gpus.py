@@ -142,7 +142,7 @@ def gpus_page(request: Request) -> Response:
 def compare_page(request: Request, a: Annotated[str, Query(max_length=100)] = "h200", b: Annotated[str, Query(max_length=100)] = "h100-sxm") -> Response:
     """Two GPUs side by side: every ratio is the first over the second."""
     from anchorgpu.catalog import gpu_hour_price
-    from anchorgpu.hardware import compare_gpus, get_gpu, list_gpus
+    from anchorgpu.hardware import compare_gpus, compared_pair, list_gpus
     from anchorgpu.hardware.display import training_units
     from anchorgpu.hardware.registry import source_descriptions
     from anchorgpu.web.form_fields import canonical_gpu
@@ -151,7 +151,7 @@ def compare_page(request: Request, a: Annotated[str, Query(max_length=100)] = "h
     context: dict[str, Any] = {"gpus": list_gpus(), "a": canonical_gpu(a), "b": canonical_gpu(b), "words": ComparisonWords(text),
                                "fmt": lambda value, unit: format_value(value, unit, text.locale)}
     try:
-        first, second = get_gpu(a), get_gpu(b)
+        first, second = compared_pair(a, b)  # refused for one GPU named twice, as the CLI and the API refuse it
     except AnchorError as exc:
         context["error"] = refusal_words(exc, text)
         return render(request, "gpu_compare.html", context, status_code=exc.http_status)

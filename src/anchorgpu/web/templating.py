@@ -235,18 +235,21 @@ def percent(locale: str) -> Any:
 
 def duration(locale: str) -> Any:
     """A time in seconds in the unit a person reads it in, as the CLI writes it (:func:`anchorgpu.units.duration_in_unit`:
-    days from 24 h, hours from an hour, minutes from a minute, else seconds), with one decimal (two significant
-    digits where that shows fewer, :func:`figure`) and the unit in the page's words: en '16.2 days', '1.2 min',
-    ru '16,2\xa0дн.', '52,1\xa0ч'.
+    years from 365 days, days from 24 h, hours from an hour, minutes from a minute, else seconds), with one decimal
+    (two significant digits where that shows fewer, :func:`figure`) and the unit in the page's words: en '16.2 days',
+    '1.2 min', ru '16,2\xa0дн.', '52,1\xa0ч', '22\xa0254,0\xa0г.'.
 
     >>> duration("en")(1_382_400), duration("en")(72), duration("ru")(187_560), duration("en")(None)
     ('16.0\xa0days', '1.2\xa0min', '2,2\xa0дн.', '–')
+    >>> duration("en")(701_803_479_600), duration("ru")(701_803_479_600)
+    ('22,254.0\xa0years', '22\xa0254,0\xa0г.')
     """
     from anchorgpu.units import duration_in_unit
     from anchorgpu.web.i18n import PageText
 
     text = PageText(locale)
-    units = {"days": text.gettext("days"), "h": text.gettext("h"), "min": text.gettext("min"), "s": text.gettext("s")}
+    units = {"years": text.gettext("years"), "days": text.gettext("days"), "h": text.gettext("h"),
+             "min": text.gettext("min"), "s": text.gettext("s")}
     shown = figure(locale)
 
     def formatted(seconds: float | None) -> str:

@@ -68,17 +68,18 @@ class GpuComparisonOut(_Schema):
 
 
 @router.get("/compare", response_model=GpuComparisonOut, summary="Compare two GPUs",
-            responses={404: {"description": "Unknown GPU (with suggestions)"}})
+            responses={404: {"description": "Unknown GPU (with suggestions)"},
+                       422: {"description": "Both names are one GPU (the same name or two of its aliases)"}})
 def compare_gpus_route(
     a: Annotated[str, Query(max_length=100, description="First GPU (name or alias)")],
     b: Annotated[str, Query(max_length=100, description="Second GPU (name or alias)")],
 ) -> GpuComparisonOut:
     """Datasheet ratios and the calibrated model's predicted tokens/s on reference workloads; every ratio is a / b."""
     from anchorgpu.catalog import gpu_hour_price
-    from anchorgpu.hardware import compare_gpus, comparison_to_json
+    from anchorgpu.hardware import compare_gpus, compared_pair, comparison_to_json
     from anchorgpu.planner.speed.reference import predicted_speeds
 
-    first, second = get_gpu(a), get_gpu(b)
+    first, second = compared_pair(a, b)  # 422 for one GPU named twice
     comparison = compare_gpus(first, second, price_a_usd_per_gpu_hour=gpu_hour_price(first.name),
                               price_b_usd_per_gpu_hour=gpu_hour_price(second.name),
                               predicted=predicted_speeds(first, second))
