@@ -101,14 +101,14 @@ def test_an_allocation_whose_servers_each_cannot_hold_the_model_gets_one_replica
 
 def test_a_plan_that_does_not_fit_gets_no_launch(capsys: pytest.CaptureFixture[str]) -> None:
     """QA pass: a plan that does not fit still printed a launch (with a "does NOT fit" note) that would run out of
-    memory; now every kind refuses it in one line, naming the first "What would fit" change. Short by 146.40 GiB:
-    131.42 GiB of BF16 weights + 32 x 2.5 GiB of KV cache + 6.09 GiB of activations + 0.15 GiB non-torch = 217.66 GiB
-    against vLLM's 0.9 x 79.18 GiB (the H100's CUDA total, gpus.toml) = 71.26 GiB."""
+    memory; now every kind refuses it in one line, naming the first "What would fit" change. Short by 146.43 GiB:
+    131.42 GiB of BF16 weights + 32 x 2.5 GiB of KV cache + 6.09 GiB of activations + 0.15 GiB non-torch + 0.03 GiB of
+    vLLM's 16-bit RoPE cos/sin table (131,072 positions, planner/data/rope_tables.json) = 217.69 GiB against vLLM's 0.9 x 79.18 GiB (the H100's CUDA total, gpus.toml) = 71.26 GiB."""
     for kind in ("vllm", "k8s"):
         code, out, err = run(capsys, "plan", "llama-3.1-70b", "--context", "8k", "--concurrency", "32", "--gpu",
                              "h100", "--gpus", "1", "--recipe", kind)
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-        assert err.strip() == (f"error: --recipe {kind}: the plan does not fit on 1 x h100-sxm (short by 146.40 GiB "
+        assert err.strip() == (f"error: --recipe {kind}: the plan does not fit on 1 x h100-sxm (short by 146.43 GiB "
                                "per GPU); plan with --gpus 4 --tp 4 first")
     # DeepSpeed plans on the PyTorch-native stack: its first "What would fit" change is that stack's plan's own (the
     # suggestions are ranked by predicted speed, so the change named is read from the plan, not written here)

@@ -67,7 +67,7 @@ def test_the_recommend_page_writes_a_launch_per_offering(client: TestClient) -> 
 
 def test_the_planner_page_refuses_the_launch_of_a_plan_that_does_not_fit(client: TestClient) -> None:
     """QA pass: the Launch section wrote a launch for a plan that does not fit (it would run out of memory); it now
-    shows the one-line refusal in its place, naming what would fit, and the plan itself stays. Short by 146.40 GiB:
+    shows the one-line refusal in its place, naming what would fit, and the plan itself stays. Short by 146.43 GiB:
     217.66 GiB per GPU against vLLM's 0.9 x 79.18 GiB (the H100's CUDA total, gpus.toml), as the CLI's refusal in
     tests/recipes/test_recipe_faces.py."""
     query = {"model": "llama-3.1-70b", "gpu": "h100", "gpus": "1", "context": "8k", "concurrency": "32",
@@ -78,4 +78,4 @@ def test_the_planner_page_refuses_the_launch_of_a_plan_that_does_not_fit(client:
     error = re.search(r'<p class="error" id="launch-error"[^>]*>(.*?)</p>', page.text, re.S)
     assert error is not None
     assert html.unescape(error.group(1)) == ("recipe vllm: the plan does not fit on 1 x h100-sxm (short by "
-                                             "146.40 GiB per GPU); plan with gpus 4 tp 4 first")  # the form's fields
+                                             "146.43 GiB per GPU); plan with gpus 4 tp 4 first")  # the form's fields

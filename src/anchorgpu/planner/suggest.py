@@ -217,6 +217,12 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
             # gets it: SGLang derives its mem_fraction_static from the layout (0.886 at TP 8, 0.758 at TP 1 x DP 8
             # for DeepSeek-V3 on H200), so the plan's own figure does not carry over to another layout
             w2 = evolve(w2, gpu_memory_utilization=None)
+        if asked is not None and asked.max_num_seqs is None and w2.max_num_seqs == w.max_num_seqs:
+            # nor a sequence cap the user did not give: the plan resolved it for its own layout and format (SGLang's
+            # from the KV pool that format left, 1 where none), and a change planned with it "fit" by queueing every
+            # user but one (Llama-3.1-70B on one H100 under SGLang: int4-awq offered at 41.50 GiB, which planned as
+            # the command pasted needs 119.00 GiB)
+            w2 = evolve(w2, max_num_seqs=None)
         try:
             alt = plan(model, w2, precision=p2, layout=l2, gpu=gpu, overheads=overheads, suggest=False,
                        choose_layout=False)
