@@ -99,14 +99,23 @@ def test_the_api_refuses_more_chunks_than_layers_with_problem_json(client: TestC
     assert "pp 16 x v 8 chunks is more than the 126 layers" in r.json()["detail"]
 
 
-@pytest.mark.parametrize(("gpus", "cp", "seq"), [("2048", "2048", "2048"), ("64", "2", "2050"), ("64", "64", "2112")])
+@pytest.mark.parametrize(("gpus", "cp", "seq"), [("1024", "1024", "1024"), ("64", "2", "2050"), ("64", "64", "2112")])
 def test_a_cp_whose_2cp_chunks_do_not_split_the_sequence_is_refused(capsys: pytest.CaptureFixture[str], gpus: str,
                                                                     cp: str, seq: str) -> None:
+    """CP equal to the sequence (one token a rank) is refused by the 2 x CP chunk rule. The case was --cp 2048 at 2,048
+    tokens; since stop 60's qa26 merge --cp is bounded to 1..1,024 first (the test below), so the case is 1,024 at 1,024."""
     code, out, err = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", gpus,
                          "--cp", cp, "--seq", seq)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert err.startswith(f"error: --cp {cp}: ring attention cuts each sequence into 2 x CP = {2 * int(cp):,} equal")
     assert f"the sequence of {int(seq):,} tokens is not a multiple of {2 * int(cp):,}" in err
+
+
+def test_a_cp_past_the_layout_bound_is_refused_before_the_chunk_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    """--cp 2048 at 2,048 tokens, this file's first chunk case, is refused by qa26's bound on --cp (1 to 1,024)."""
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "2048",
+                         "--cp", "2048", "--seq", "2048")
+    assert code == 2 and out == "" and err == "error: --cp 2048: expected a whole number from 1 to 1,024\n"
 
 
 def test_a_cp_whose_2cp_chunks_split_the_sequence_still_plans(capsys: pytest.CaptureFixture[str]) -> None:
