@@ -48,15 +48,34 @@ def test_recommend_keeps_a_slow_rows_rate_and_its_band(local_db: None, capsys: p
 def test_no_gpu_count_up_to_the_largest_tried_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     """Without --gpus, a million users of Llama-3.1-8B fit on no count the planner tries (up to 1,024 H100): the plan
     showed one GPU, said the layout was the default of one server, and told the user to drop layout flags they had not
-    given."""
-    doc = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "1000000")
+    given.
+
+    Since stop 60's queuekv merge (86af01d0) a plan past the engine's sequence cap holds the KV cache of the sequences
+    that run (vLLM's max_num_seqs, 1,024) and the rest wait holding none, so "What would fit" now offers
+    ``--gpus 4 --tp 4`` (the same 1,024 running, sharded) and the check points at it instead of saying no change fits;
+    the count chooser still asks that every user run at once, so the GPU-count line stays. The suggestion is pinned to
+    fit as pasted, running and queueing as the failed plan does; the no-count check is pinned on a job no change fits
+    (121,000-token requests)."""
+    at = ("plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "1000000")
+    doc = run_json(capsys, *at)
     assert doc["fits"] is False and doc["gpus"] == 1
     assert any(a.startswith("GPU count not given: no count of h100-sxm up to 1,024 holds 1,000,000 sequences")
                for a in doc["assumptions"]), doc["assumptions"]
-    assert NO_COUNT_FITS_CHECK in doc["checks"] and NO_CHANGE_FITS_CHECK not in doc["checks"]
+    assert NO_COUNT_FITS_CHECK not in doc["checks"] and NO_CHANGE_FITS_CHECK not in doc["checks"]
+    assert "The per-GPU total exceeds the GPU's memory: see the suggestions." in doc["checks"]
+    assert [s["change"] for s in doc["suggestions"]] == ["--gpus 4 --tp 4"]
+    pasted = run_json(capsys, *at, "--gpus", "4", "--tp", "4")
+    assert pasted["fits"] is True
+    assert pasted["per_gpu"]["total_bytes"] == doc["suggestions"][0]["total_bytes"]
+    assert any("1,024 sequences running, the other 998,976 wait in the queue" in a for a in pasted["assumptions"])
     # with --gpus past the search, the same users are held
-    assert run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "1000000",
-                    "--gpus", "4096")["fits"] is True
+    assert run_json(capsys, *at, "--gpus", "4096")["fits"] is True
+    # where no change fits either, the check says so without naming flags the user did not give
+    none = run_json(capsys, *at, "--prompt", "120000", "--output-tokens", "1000")
+    assert none["fits"] is False and none["gpus"] == 1 and none["suggestions"] == []
+    assert any(a.startswith("GPU count not given: no count of h100-sxm up to 1,024 holds 1,000,000 sequences")
+               for a in none["assumptions"]), none["assumptions"]
+    assert NO_COUNT_FITS_CHECK in none["checks"] and NO_CHANGE_FITS_CHECK not in none["checks"]
 
 
 def test_a_flag_given_keeps_the_check_that_says_to_drop_it(capsys: pytest.CaptureFixture[str]) -> None:
