@@ -237,7 +237,8 @@ def check_tokens_cover_a_step(train_tokens: int, global_batch_tokens: int | None
     """
     batch = global_batch_tokens or default_tokens
     if train_tokens < batch:
-        given = f"--global-batch {batch:,} tokens" if global_batch_tokens else f"{batch:,} tokens (the default --global-batch)"
+        given = said("--global-batch {batch:,} tokens", batch=batch) if global_batch_tokens \
+            else said("{batch:,} tokens (the default --global-batch)", batch=batch)  # clauses a page translates too
         raise InvalidWorkload(said("--tokens {train_tokens:,} is less than one optimizer step of {given}: the run "
                                    "would not finish a step; lower --global-batch or raise --tokens",
                                    train_tokens=train_tokens, given=given))
