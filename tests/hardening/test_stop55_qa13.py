@@ -12,7 +12,9 @@
    sequence", "micro_batch: must be at least 1"), which the page shows nowhere: the user sees the form's labels. Now
    it names the label the form shows, quoted, in the page's language ("“Global batch (tokens)” 1,000 tokens ...", ru
    "«Глобальный батч (токены)» 1,000 tokens ..." marked Russian inside the English sentence; "«Микробатч»: должно быть
-   не меньше 1"), by ``web.form_fields.PLAN_LABELS``/``RECOMMEND_LABELS``, which a test here holds to the form.
+   не меньше 1"), by ``web.form_fields.PLAN_LABELS``/``RECOMMEND_LABELS``, which a test here holds to the form. Since
+   stop 60 (faces60) the Russian page's refusal is wholly Russian ("«Глобальный батч (токены)» 1 000 токенов меньше
+   одной последовательности ..."), the label still named, nothing marked.
 4. The plan form had no control for the training options that change the speed answer (``tp_overlap``,
    ``sequence_parallel``, ``ep_overlap``, ``pipeline_layout``, ``offload_activation_layers``, ``network_gbit_per_gpu``,
    ``mfu``, ``mbu``): a user of the page alone could not set them (a link's were carried as "From the link:"). Now each
@@ -141,13 +143,24 @@ def _error(page: str) -> str:
 @pytest.mark.parametrize(("path", "query", "field", "english", "russian"), REFUSALS)
 def test_a_page_refusal_names_the_forms_label_in_the_pages_language(client: TestClient, path: str, query: dict,  # type: ignore[type-arg]
                                                                     field: str, english: str, russian: str) -> None:
+    """The page names the form's label, quoted in the page's language, never the CLI's flag or the API's field. Stop
+    55 gave the Russian page the English sentence with the label marked Russian inside it (``<span lang="ru">``);
+    since stop 60 (faces60, ``web/refusals.py``) the whole refusal is Russian where the catalogue has all its words,
+    so nothing in it is marked either language ('«Число GPU» 8 не кратно «CP» 3: укажите кратное ему число'); a
+    refusal with an untranslated part would be the English line marked ``lang="en"`` (``web/planning.page_refusal``)."""
+    flag = "--" + field.replace("_", "-")
     en = client.get(path, params={**query, "lang": "en"})
     assert en.status_code == 422
     said = html.unescape(re.sub(r"<[^>]+>", "", _error(en.text)))
     assert f"“{english}”" in said and not re.search(rf"(?<![\w-]){field}(?![\w-])", said), said
+    assert flag not in said, said
     ru = client.get(path, params={**query, "lang": "ru"})
     assert ru.status_code == 422
-    assert f'<span lang="ru">«{russian}»</span>' in _error(ru.text)  # Russian words in the English sentence, marked
+    shown = _error(ru.text)
+    said = html.unescape(re.sub(r"<[^>]+>", "", shown))
+    assert f"«{russian}»" in said and flag not in said and not re.search(rf"(?<![\w-]){field}(?![\w-])", said), said
+    assert 'lang="en"' not in shown and 'lang="ru"' not in shown, shown  # wholly Russian: nothing marked
+    assert not re.search(r"\b[a-z]{2,} [a-z]{2,}\b", said), said  # no English clause left (refusals._ENGLISH's test)
     api = client.post(f"/v1{path}", json={k: (int(v) if v.isdigit() else v) for k, v in query.items()})
     assert api.status_code == 422 and re.search(rf"(?<![\w-]){field}(?![\w-])", api.json()["detail"])  # the API: fields
 
