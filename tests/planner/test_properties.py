@@ -135,14 +135,26 @@ def test_more_pipeline_stages_never_increase_tensor_memory(name: str, task: str,
        optimizer=st.sampled_from(("adamw", "adamw-8bit", "sgd", "lion", "adafactor")))
 def test_a_higher_zero_stage_never_increases_memory(name: str, task: str, dp: int, data: st.DataObject,
                                                     optimizer: str) -> None:
-    # With two or more data-parallel ranks (at one rank ZeRO-3 only adds gather buffers; the planner warns).
+    """With two or more data-parallel ranks (at one rank ZeRO-3 only adds gather buffers; the planner warns).
+
+    Between ZeRO 0, 1 and 2 the total never rises. ZeRO-3 also holds each unit it computes with gathered whole
+    (``gather_buffer_bytes``: the unit computing and the one prefetched, and a tied embedding/head kept gathered all
+    step as FSDP2's root: PyTorch ``torch/distributed/fsdp/_fully_shard/_fsdp_state.py`` ``_lazy_init``, accelerate
+    1.15.0 ``fsdp2_prepare_model``'s tail unit with ``reshard_after_forward=False``; sources in
+    ``planner/memory/fsdp_units.py``, counted since 633919c0). Where that is more than sharding the rest saves, ZeRO-3
+    really needs more: Hypothesis found QLoRA of Qwen3-0.6B on 2 GPUs (GPT-2 too), whose 16-bit tied embedding
+    (311 MB, gathered whole) outweighs half of the 4-bit base and the adapter (about 290 MB), 3,107,503,105 bytes at
+    ZeRO-3 against 3,088,824,576 at ZeRO-0. So against ZeRO-3 the property is its total less those gather buffers: what ZeRO-3
+    shards never costs more than holding it whole."""
     model = _model(name)
     low = data.draw(st.integers(0, 3))
     high = data.draw(st.integers(low, 3))
     workload = Workload(task=task, seq_tokens=1024, optimizer=optimizer)  # type: ignore[arg-type]
     a = plan(model, workload, layout=Layout(gpus=dp, zero=low))
     b = plan(model, workload, layout=Layout(gpus=dp, zero=high))
-    assert b.per_gpu.total_bytes <= a.per_gpu.total_bytes
+    gathered = b.breakdown.get("gather_buffer_bytes", 0) - a.breakdown.get("gather_buffer_bytes", 0)
+    assert gathered >= 0 and (high == 3 or gathered == 0)  # only ZeRO-3 gathers units
+    assert b.per_gpu.total_bytes - gathered <= a.per_gpu.total_bytes
 
 
 GPU_NAMES = ("l4", "a10g", "l40s", "a100-80gb-sxm", "h100-sxm", "h200", "b200", "mi300x")
