@@ -289,13 +289,13 @@ def compared_pair(a_name: str, b_name: str) -> tuple[GpuSpec, GpuSpec]:
     anchorgpu.errors.InvalidInput: h100 and H100-SXM are the same GPU (NVIDIA H100 SXM 80GB): compared with itself \
 every ratio is exactly 1.00x; give two different GPUs
     """
-    from anchorgpu.errors import InvalidInput
+    from anchorgpu.errors import InvalidInput, said
     from anchorgpu.hardware.registry import get_gpu
 
     a, b = get_gpu(a_name), get_gpu(b_name)
     if a.name == b.name:
-        raise InvalidInput(f"{a_name} and {b_name} are the same GPU ({a.display_name}): compared with itself every "
-                           "ratio is exactly 1.00x; give two different GPUs")
+        raise InvalidInput(said("{a} and {b} are the same GPU ({gpu}): compared with itself every ratio is exactly "
+                                "1.00x; give two different GPUs", a=a_name, b=b_name, gpu=a.display_name))
     return a, b
 
 
