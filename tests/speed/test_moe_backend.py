@@ -62,14 +62,25 @@ def test_the_inferencemax_gpt_oss_rows_state_trtllm_gen_and_the_perf_overview_ro
 
 
 def test_the_falloff_is_stated_data_with_its_source_not_the_fit() -> None:
+    """TRTLLM-gen's falloff (54 on SM 10.0) is stated data read from AIConfigurator's moe_perf.parquet, used for the
+    rows that run that kernel, while the CUTLASS rows keep the fitted moe_expert_half_tokens of the B200's stack.
+
+    The test once pinned the fit at more than twice 54; calibration 96bb4014 (stop 60's refit) moved the fit from
+    114 to 104.93, toward the kernel's value (stop 59's moeexpert finding: the fitted falloff also covers a batch/KV
+    shortfall, so each refit can move it). What is pinned is that the two are distinct constants from distinct
+    sources (the fit read from the calibration's stacks, the stated value from its "stated" entry), not a ratio a
+    refit can cross."""
     doc = json.loads(resources.files("anchorgpu.planner.speed").joinpath("data/calibration.json").read_text())
     stated = doc["stated"]["trtllm_gen_moe_expert_half_tokens"]
     assert "moe_perf.parquet" in stated["source"] and "moe_torch_flow" in stated["source"]
+    assert stated["source"].endswith("Stated, not fitted")
     cal = calibration()
     assert cal.trtllm_gen_moe_expert_half_tokens == stated["value"] == {"10.0": 54.0}
     b200 = get_gpu("b200")
     fitted = cal.stack(b200).moe_expert_half_tokens
-    assert fitted > 2 * 54.0  # the CUTLASS fit's falloff, far steeper than the TRTLLM-gen table's
+    # the CUTLASS fit's falloff is the stacks' fitted constant, not the TRTLLM-gen table's stated one
+    assert fitted == doc["stacks"]["cuda"]["moe_expert_half_tokens"]
+    assert fitted != 54.0
     run, p, setup = _setup("IMT-OSS-B200-1k-1k-TP1-C128")
     assert step_constants._constants(p.model, b200, setup, cal, False).expert_half_tokens == 54.0
     run, p, setup = _setup("PQ235-B200-128/128")
