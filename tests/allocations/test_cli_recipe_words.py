@@ -3,17 +3,7 @@ and its refusals name its own ``--kind``, not ``plan``'s ``--recipe``."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-import pytest
-
-from cli_runner import store_cli
-
-
-@pytest.fixture
-def cli(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
-    return store_cli(sqlite_url, tmp_path, monkeypatch, capsys)
 
 
 def test_allocations_recipe_names_its_own_options(cli: Any) -> None:
