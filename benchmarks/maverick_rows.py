@@ -5,8 +5,9 @@ changes no constant.
 
 Per row: the batch the plan runs at saturation against the engine's caps, the KV room and the vLLM sampler term the
 row is sized with (GiB a GPU), the steady step of that batch with its prompt tokens (fixed, weights, attention,
-communication), the same step without the routed experts' rows falloff (``moe_expert_half_tokens`` 0), and the step
-the measured rate implies at the predicted batch.
+communication; the weight and KV read and the products that soft roofline combines), the same step without the
+routed experts' rows falloff (``moe_expert_half_tokens`` 0), and the step the measured rate implies at the predicted
+batch.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def main(prefixes: tuple[str, ...]) -> None:
               f"{engine_limits_of(p)[1]} seqs, {engine_limits_of(p)[0]} tokens)  KV {b['kv_cache_capacity_bytes'] / GIB:5.1f} "
               f"sampler {b.get('sampler_logits_bytes', 0) / GIB:4.1f} GiB | step with {tokens:6.0f} prompt tokens "
               f"{t[0] * 1e3:6.1f} ms (fixed {t[1] * 1e3:.1f} weights {t[2] * 1e3:.1f} attention {t[3] * 1e3:.1f} "
-              f"comm {t[4] * 1e3:.1f}), no falloff {flat[0] * 1e3:6.1f} | implied step {sat / run.value * 1e3:6.1f} "
+              f"comm {t[4] * 1e3:.1f}; read {t[5] * 1e3:.1f} products {t[6] * 1e3:.1f}, {flat[6] * 1e3:.1f} without the "
+              f"falloff), no falloff {flat[0] * 1e3:6.1f} | implied step {sat / run.value * 1e3:6.1f} "
               f"predicted {sat / pred * 1e3:6.1f} ms")
 
 
