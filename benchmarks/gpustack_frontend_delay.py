@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from anchorgpu.planner.speed.front_end import front_end_delay_s
 from anchorgpu.planner.speed.runs import load_runs, predict
 
 
@@ -92,13 +93,14 @@ def main() -> None:
     for b in SHORT:
         t0, engine = short_burst_split(b)
         cells = ["-", "-", "-"]
-        if b.row:
-            planned = b.output_tokens / predict(runs[b.row])
+        if b.row:  # the row's prediction is its page's start delay plus the planned burst (front_end.py): less it
+            planned = b.output_tokens / predict(runs[b.row]) - front_end_delay_s(runs[b.row].row)
             cells = [f"{planned:.2f}", f"{b.duration_s / planned - 1:+.1%}", f"{engine / planned - 1:+.1%}"]
         print(f"| {b.label} | {b.row or '-'} | {b.duration_s:.2f} | {t0:.2f} | {engine:.2f} | "
               f"{t0 + 0.99 * engine:.2f} of {b.p99_ttft_s:.2f} | " + " | ".join(cells) + " |")
-    print("\n(planned / measured is the row's error as calibrate prints it, rate over rate; planned / engine phase "
-          "the same against the page's run less its start delay t0.)")
+    print("\n(planned: the engine's burst alone; planned / measured: rate over rate against the whole run, the row's "
+          "error before stop 61; planned / engine phase: the same against the page's run less its start delay t0. "
+          "calibrate now compares the page's figure with t0 + planned: speed/front_end.py.)")
     print("\nShareGPT, one wave on the H100s:\n")
     print("| burst | row | duration s | start t0 s | prefill Tp s | decode after s | planned s | planned / measured "
           "| planned / (run - t0) |")
