@@ -14,7 +14,7 @@ the decode of the answers, ending with the longest alone.
 Pages (gpustack/gpustack docs/performance-lab/): qwen3-14b/a100.md and qwen3-32b/a100.md @10e9444, glm-4.5-air/a100.md
 @1dbc3b8, glm-4.5-air/h100.md @48d8b10 (its own ShareGPT block; its random blocks repeat the A100 page's),
 qwen3-235b-a22b/a100.md @9babbd2, qwen3-235b-a22b/h100.md @10e9444, gpt-oss-20b/a100.md @7ae332a,
-gpt-oss-20b/h100.md @7b50d50. Each figure is the page's 'Benchmark duration (s)', 'Mean TTFT (ms)', 'P99 TTFT (ms)'.
+gpt-oss-20b/h100.md @7b50d50, gpt-oss-120b/a100.md @1f37f1b. Each figure is the page's 'Benchmark duration (s)', 'Mean TTFT (ms)', 'P99 TTFT (ms)'.
 
     PYTHONPATH=src .venv/bin/python benchmarks/gpustack_frontend_delay.py
 """
@@ -49,6 +49,7 @@ SHORT = (
     Burst("Qwen3-235B-2507 H100 TP4 FP8, vLLM", None, 3936, 6.11, 5.62151, 5.80357),
     Burst("gpt-oss-20b A100 TP1, vLLM", "VGM-OSS20-A100-128", 4000, 5.44, 2.77446, 5.29860),
     Burst("gpt-oss-20b H100 TP1, vLLM", "VGM-OSS20-H100-128", 4000, 4.70, 3.17414, 4.41525),
+    Burst("gpt-oss-120b A100 TP1, vLLM", "VGM-OSS120-A100-128", 4000, 14.09, 7.81318, 13.93599),
     Burst("Qwen3-14B A100 TP1, TensorRT-LLM", "TGA-Q14-128", 4000, 15.03, 8.16648, 14.85634),
     Burst("Qwen3-32B A100 TP1, TensorRT-LLM", "TGA-Q32-128", 4000, 37.25, 19.76177, 36.59274),
     Burst("GLM-4.5-Air A100 TP4 EP4, SGLang", None, 4000, 10.14, 5.88275, 9.32113),
