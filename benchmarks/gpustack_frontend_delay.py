@@ -14,7 +14,7 @@ the decode of the answers, ending with the longest alone.
 Pages (gpustack/gpustack docs/performance-lab/): qwen3-14b/a100.md and qwen3-32b/a100.md @10e9444, glm-4.5-air/a100.md
 @1dbc3b8, glm-4.5-air/h100.md @48d8b10 (its own ShareGPT block; its random blocks repeat the A100 page's),
 qwen3-235b-a22b/a100.md @9babbd2, qwen3-235b-a22b/h100.md @10e9444, gpt-oss-20b/a100.md @7ae332a,
-gpt-oss-20b/h100.md @7b50d50. Each figure is the page's 'Benchmark duration (s)', 'Mean TTFT (ms)', 'P99 TTFT (ms)'.
+gpt-oss-20b/h100.md @7b50d50, gpt-oss-120b/a100.md @1f37f1b. Each figure is the page's 'Benchmark duration (s)', 'Mean TTFT (ms)', 'P99 TTFT (ms)'.
 
     PYTHONPATH=src .venv/bin/python benchmarks/gpustack_frontend_delay.py
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from anchorgpu.planner.speed.front_end import front_end_delay_s
 from anchorgpu.planner.speed.runs import load_runs, predict
 
 
@@ -48,6 +49,7 @@ SHORT = (
     Burst("Qwen3-235B-2507 H100 TP4 FP8, vLLM", None, 3936, 6.11, 5.62151, 5.80357),
     Burst("gpt-oss-20b A100 TP1, vLLM", "VGM-OSS20-A100-128", 4000, 5.44, 2.77446, 5.29860),
     Burst("gpt-oss-20b H100 TP1, vLLM", "VGM-OSS20-H100-128", 4000, 4.70, 3.17414, 4.41525),
+    Burst("gpt-oss-120b A100 TP1, vLLM", "VGM-OSS120-A100-128", 4000, 14.09, 7.81318, 13.93599),
     Burst("Qwen3-14B A100 TP1, TensorRT-LLM", "TGA-Q14-128", 4000, 15.03, 8.16648, 14.85634),
     Burst("Qwen3-32B A100 TP1, TensorRT-LLM", "TGA-Q32-128", 4000, 37.25, 19.76177, 36.59274),
     Burst("GLM-4.5-Air A100 TP4 EP4, SGLang", None, 4000, 10.14, 5.88275, 9.32113),
@@ -92,13 +94,14 @@ def main() -> None:
     for b in SHORT:
         t0, engine = short_burst_split(b)
         cells = ["-", "-", "-"]
-        if b.row:
-            planned = b.output_tokens / predict(runs[b.row])
+        if b.row:  # the row's prediction is its page's start delay plus the planned burst (front_end.py): less it
+            planned = b.output_tokens / predict(runs[b.row]) - front_end_delay_s(runs[b.row].row)
             cells = [f"{planned:.2f}", f"{b.duration_s / planned - 1:+.1%}", f"{engine / planned - 1:+.1%}"]
         print(f"| {b.label} | {b.row or '-'} | {b.duration_s:.2f} | {t0:.2f} | {engine:.2f} | "
               f"{t0 + 0.99 * engine:.2f} of {b.p99_ttft_s:.2f} | " + " | ".join(cells) + " |")
-    print("\n(planned / measured is the row's error as calibrate prints it, rate over rate; planned / engine phase "
-          "the same against the page's run less its start delay t0.)")
+    print("\n(planned: the engine's burst alone; planned / measured: rate over rate against the whole run, the row's "
+          "error before stop 61; planned / engine phase: the same against the page's run less its start delay t0. "
+          "calibrate now compares the page's figure with t0 + planned: speed/front_end.py.)")
     print("\nShareGPT, one wave on the H100s:\n")
     print("| burst | row | duration s | start t0 s | prefill Tp s | decode after s | planned s | planned / measured "
           "| planned / (run - t0) |")

@@ -17,7 +17,8 @@ here as output tok/s with the A100 run's token totals (127,881 + 4,000 and 1,999
 
 from __future__ import annotations
 
-from anchorgpu.planner.speed.runs import load_runs, predict
+from anchorgpu.planner.speed.front_end import front_end_delay_s
+from anchorgpu.planner.speed.runs import Run, load_runs, predict
 
 # model: {case: (A100 output tok/s, H100 output tok/s)}
 MEASURED = {
@@ -35,6 +36,13 @@ ROWS = {("gpt-oss-20b (TP1)", "128"): ("VGM-OSS20-A100-128", "VGM-OSS20-H100-128
 TRTLLM_QWEN3_14B_A100_128_S = 15.03  # the same burst on TensorRT-LLM 1.2.0rc1, same A100 and client (qwen3-14b/a100.md)
 
 
+def _engine_rate(run: Run) -> float:
+    """The planned burst's output tok/s without the page's front-end start delay the row's prediction includes
+    (speed/front_end.py): the GPUs' ratio, not the front ends'."""
+    tokens = run.row["burst_requests"] * run.row["output_tokens"]
+    return tokens / (tokens / predict(run) - front_end_delay_s(run.row))
+
+
 def main() -> None:
     runs = {run.id: run for run in load_runs()}
     print("| model | case | A100 tok/s | H100 tok/s | measured H100/A100 | predicted H100/A100 "
@@ -43,7 +51,7 @@ def main() -> None:
     for model, cases in MEASURED.items():
         for case, (a100, h100) in cases.items():
             pair = ROWS.get((model, case))
-            ratio = f"{predict(runs[pair[1]]) / predict(runs[pair[0]]):.2f}x" if pair else "-"
+            ratio = f"{_engine_rate(runs[pair[1]]) / _engine_rate(runs[pair[0]]):.2f}x" if pair else "-"
             seconds = f"{4000 / a100:.1f}" if case == "128" else "-"
             print(f"| {model} | {case} | {a100:.2f} | {h100:.2f} | {h100 / a100:.2f}x | {ratio} | {seconds} |")
     print(f"\nTensorRT-LLM ran qwen3-14b's 128-token burst on the same A100 in {TRTLLM_QWEN3_14B_A100_128_S} s.")

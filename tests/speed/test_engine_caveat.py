@@ -16,6 +16,7 @@ import math
 import statistics
 
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.front_end import front_end_delay_s
 from anchorgpu.planner.speed.runs import load_runs, predict
 
 RUNS = {run.id: run for run in load_runs()}
@@ -48,7 +49,11 @@ def test_the_caveat_states_what_the_rows_show() -> None:
     vllm_within = sum(abs(1 / s - 1) <= 0.25 for s in speeds)
     assert (f"median {statistics.median(speeds):.2f}x of the predicted speed ({speeds[0]:.2f}x to {speeds[-1]:.2f}x; "
             f"{vllm_within} of {len(VLLM)} within 25%)") in caveat
-    assert trt_within > vllm_within  # the engine, not the GPU: the same GPU and benchmarks
+    # the engine, not the GPU: on the same A100 and 128-token bursts vLLM 0.11's chat front end held the 1,000
+    # requests 12.1 and 12.8 s before its engine started, trtllm-serve's 1.3 and 2.3 s (each page's mean TTFT and
+    # duration, the rows' front_end); the rows are timed after those starts, so both engines' counts include them
+    for size in ("Q14", "Q32"):
+        assert front_end_delay_s(RUNS[f"VGA-{size}-128"].row) > 12.0 > 2.5 > front_end_delay_s(RUNS[f"TGA-{size}-128"].row)
 
 
 def test_tensorrt_llm_sizes_its_kv_cache_from_the_memory_free_after_its_profiling_pass() -> None:

@@ -23,7 +23,8 @@ flat parameter, so FSDP2's copies out of the gather buffer and into the scatter 
 ``cross_entropy`` names the loss's implementation where the run's recipe sets one other than its stack's default
 (``te``: Megatron-Bridge's recipes and performance scripts from r0.1.0, Transformer Engine's fused kernel).
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
-(``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.burst.burst_makespan_s`). ``host_overlap: false``
+(``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.burst.burst_makespan_s`), after the start delay its
+page's own latencies show where it states them (``front_end``: :mod:`~anchorgpu.planner.speed.front_end`). ``host_overlap: false``
 marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
 opt-in: vllm-project/vllm PR #19970). ``absorbed_dequant: true`` marks an engine that kept an MLA model's absorbed
 latent weights in FP8 and dequantised them every step (SGLang on ROCm: ``launches.absorbed_dequant_bytes``).
@@ -352,6 +353,7 @@ def _serve(run: Run, cal: Calibration) -> float:
         return float(value) if value else float("nan")
     if run.metric == "burst_output_tokens_per_s":  # every request sent at once: output tokens over the makespan
         from anchorgpu.planner.speed.burst import burst_makespan_s
+        from anchorgpu.planner.speed.front_end import front_end_delay_s
         from anchorgpu.planner.speed.serving_capacity import engine_limits_of
 
         reservation = _reservation(r)
@@ -368,10 +370,10 @@ def _serve(run: Run, cal: Calibration) -> float:
                     * (r["prompt_tokens"] + r["output_tokens"] // 2))
             if held >= r["prompt_tokens"] + r["output_tokens"]:  # else not one request at full length: as sized
                 kv_tokens, sat = held, setup.replicas * engine_limits_of(p)[1]
-        return float(n * r["output_tokens"]) / burst_makespan_s(model, gpu, setup, requests=n, concurrency=max(1, sat),
-                                                          prompt_tokens=r["prompt_tokens"],
-                                                          output_tokens=r["output_tokens"], cal=cal,
-                                                          kv_tokens=kv_tokens)
+        # the front end's start delay the row's own page shows (front_end.py), before the engine's planned burst
+        return float(n * r["output_tokens"]) / (front_end_delay_s(r) + burst_makespan_s(
+            model, gpu, setup, requests=n, concurrency=max(1, sat), prompt_tokens=r["prompt_tokens"],
+            output_tokens=r["output_tokens"], cal=cal, kv_tokens=kv_tokens))
     if run.metric == "tpot_s":  # a benchmark holding the row's concurrency of requests in flight
         value = plan_performance(p, cal=cal, kv_reservation=_reservation(r),
                                  host_overlap=overlap, absorbed_dequant=dequant, engine=engine).get(run.metric)
