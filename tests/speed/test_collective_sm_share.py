@@ -56,10 +56,9 @@ def test_fsdp_inside_a_server_pays_the_share_of_what_it_hides(compute_s):
     lay = TrainLayout(gpus=8, tp=1, pp=1, dp=8, zero=3)
     with_, without = _terms(cal, lay, compute_s), _terms(_without(cal), lay, compute_s)
     assert with_.fsdp_s > without.fsdp_s and with_.micro_sync_s >= without.micro_sync_s
-    # the gathers' part: the share of each pass's overlap with its own gather
+    # the gathers' part is the share of each pass's overlap with its own gather: at most the share of both passes
     backward = compute_s * BACKWARD_SHARE
     forward = compute_s - backward
-    # the gather each pass hides: the exposed part (fsdp_s without the share) is what it did not
     share = collective_sm_share(H100, cal)
     extra = with_.fsdp_s - without.fsdp_s
     assert 0.0 < extra <= share * (forward + backward) + 1e-12
