@@ -68,15 +68,18 @@ def test_every_row_within_25_percent_fitted_or_held_out_but_t37() -> None:
     into the FP32 scatter buffer) the BF16 13B is within 25% (+16%), the FP8 13B 27% fast, the 32B 28% (FP8 48%), and
     the 7B/8B rows within 1% (benchmarks/olmo_fsdp_findings.md, 2026-12-05). Since a flash kernel's backward is timed
     at 2.5 forwards (stated.fused_attention_backward_ratio) the FP8 13B was within 25% (+24.8%), and out again once
-    the calibration was refitted after it (+27.1%; T37 +28.5%, T37-FP8 +48.7%, the BF16 13B +16.2%), so it is held
-    here with the 32B."""
+    the calibration was refitted after it (+27.1%; T37 +28.5%, T37-FP8 +48.7%, the BF16 13B +16.2%). Since stop 61
+    the products beside FSDP's gathers and scatter inside a server run on the SMs the collectives leave them
+    (data_parallel.collective_sm_share: 16 NCCL CTAs of 132): the 13B's one-sequence micro-batch moves twice the
+    traffic a token of the 7B/8B's two, and its FP8 twin comes within 25% (+21%, the BF16 13B +12%); the 32B, whose
+    gathers cross servers, does not move."""
     errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()
               if calibrate.set_of(run) in ("core", "trtllm-table")}
-    assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37", "T37-FP8", "OLMO-13B-FP8"}, errors
+    assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37", "T37-FP8"}, errors
     assert 0.25 < errors["T37"] < 0.32
     assert 0.42 < errors["T37-FP8"] < 0.52
-    assert 0.12 < errors["OLMO-13B"] < 0.20
-    assert 0.25 < errors["OLMO-13B-FP8"] < 0.30
+    assert 0.10 < errors["OLMO-13B"] < 0.20
+    assert 0.18 < errors["OLMO-13B-FP8"] < 0.25
 
 
 def test_the_further_cells_of_tensorrt_llms_table_are_predicted_as_well_as_the_calibration_rows() -> None:

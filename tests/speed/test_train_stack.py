@@ -34,16 +34,17 @@ def test_the_pytorch_native_rows_are_marked_and_mostly_held_out() -> None:
 def test_held_out_pytorch_native_runs_are_predicted_as_such() -> None:
     """Without context parallelism (whose torchtitan runs at CP 2-8 have their own band and caveat) every held-out
     PyTorch-native run comes within 25% but OLMo-core's 32B (T37, over 1,024 GPUs, +28%; FP8 +49%), the largest model
-    of its README table, and its 13B in FP8, with a median error under 10% (the 13B in FP8 came in at +24.8%, from
-    +27%, when a flash kernel's backward was timed at 2.5 forwards, and went back out to +27.1% with the refit after
-    it)."""
+    of its README table, with a median error under 10% (the 13B in FP8 came in at +24.8%, from +27%, when a flash
+    kernel's backward was timed at 2.5 forwards, went back out to +27.1% with the refit after it, and came in at
+    about +21% in stop 61, when the products beside FSDP's gathers and scatter inside its server were timed on the SMs
+    the collectives leave them: data_parallel.collective_sm_share)."""
     held = {r.id: predict(r) / r.value - 1 for r in PYTORCH if r.role == "holdout" and r.row["cp"] == 1}
     # L3-405B among them since stop 51 (-24.5%, Meta's stack timed with the PyTorch stack's rates); torchtitan's docs
     # rows (TT-405B-128-F8*, TT-L2-13B-64-A100-*) since stop 57, each within 7%; answer.ai's eight rows since stop 58,
     # the A100 and RTX 4090 ones within 23%, the H100 one +57% (the source's 23% MFU, offload stated off: no setting
     # the planner can state explains it; benchmarks/hardening/stop58_qloradeq.md)
     assert len(held) == 31
-    assert {k for k, e in held.items() if abs(e) > 0.25} == {"T37", "T37-FP8", "OLMO-13B-FP8", "AA-70B-H100-4"}, held
+    assert {k for k, e in held.items() if abs(e) > 0.25} == {"T37", "T37-FP8", "AA-70B-H100-4"}, held
     assert statistics.median(abs(e) for e in held.values()) < 0.10, held
 
 

@@ -75,6 +75,7 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         launches=_launches(stated), moe_tile_rows=_number(stated, "moe_tile_rows", "stated"),
         fa2_hopper_attention_efficiency=_number(stated, "fa2_hopper_attention_efficiency", "stated"),
         fused_attention_backward_ratio=_number(stated, "fused_attention_backward_ratio", "stated"),
+        collective_ctas=_number(stated, "collective_ctas", "stated"),
         attention_head_dim_rate={cc: {int(d): _number(by_dim, d, f"stated.attention_head_dim_rate.{cc}") for d in by_dim}
                                  for cc, by_dim in stated["attention_head_dim_rate"]["value"].items()},
         window_attention_extra_tokens=_number(stated, "window_attention_extra_tokens", "stated"),

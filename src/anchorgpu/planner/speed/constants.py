@@ -167,6 +167,9 @@ class Calibration:
     alltoall_link_efficiency: dict[str, float] = field(default_factory=dict)
     # a fused (flash) attention kernel's backward over its forward in matrix-product FLOPs (2.0: the FLOP count's)
     fused_attention_backward_ratio: float = 2.0
+    # the CTAs (one an NCCL channel) a data-parallel collective holds while it runs: products beside it lose that
+    # share of the SMs (data_parallel.collective_sm_share; 0: none)
+    collective_ctas: float = 0.0
     # bytes a routed token moves outside fused kernels for biased experts (per hidden value) and a clamped GLU (per
     # intermediate value), forward and backward and forward alone (empty: none charged)
     moe_unfused_expert_bytes: dict[str, float] = field(default_factory=dict)

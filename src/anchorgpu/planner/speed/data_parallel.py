@@ -46,7 +46,7 @@ from anchorgpu.planner.speed.zero2 import BACKWARD_SHARE, BUCKET_MIN_PARAMS, zer
 if TYPE_CHECKING:
     from anchorgpu.planner.speed.training import TrainSplit
 
-__all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "fsdp2_copies_s", "group_link_of",
+__all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "collective_sm_share", "data_parallel_terms", "fsdp2_copies_s", "group_link_of",
            "held_params", "scatters_each_micro_batch", "zero1_sync_bytes_per_value"]
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +160,25 @@ def fsdp2_copies_s(gpu: GpuSpec, cal: Calibration, gathered_params: float, grad_
     return gathered_params * per_param / (gpu.memory_bandwidth_bytes_per_s * cal.stack(gpu).decode_mbu)
 
 
+def collective_sm_share(gpu: GpuSpec, cal: Calibration) -> float:
+    """The share of ``gpu``'s SMs one NCCL collective holds while it runs: ``stated.collective_ctas`` (one CTA a
+    channel; 16 on a Hopper NVSwitch server) over the GPU's SMs. A product beside the collective runs on the rest, so
+    it is that share slower for as long as the two overlap (:func:`data_parallel_terms`). 0.0 where the catalog has
+    no SM count, on AMD GPUs (RCCL's channel counts are not read here), and with no stated CTAs.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> round(collective_sm_share(get_gpu("h100-sxm"), calibration()), 3)  # 16 CTAs of 132 SMs
+    0.121
+    >>> collective_sm_share(get_gpu("mi300x"), calibration())
+    0.0
+    """
+    sms = gpu.sm_count
+    if not cal.collective_ctas or gpu.vendor != "NVIDIA" or not isinstance(sms, int) or sms <= 0:
+        return 0.0
+    return min(1.0, cal.collective_ctas / sms)
+
+
 def zero1_sync_bytes_per_value(zero: int, grad_bytes_per_value: int) -> float:
     """The bytes a parameter an all-reduce's volume moves in DDP's (``zero`` 0) or ZeRO-1's once-a-step gradient sync:
     DDP all-reduces the gradients at their reduce width; ZeRO-1 reduce-scatters them at that width and then
@@ -250,6 +269,8 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
 
     backward_s = compute_s * BACKWARD_SHARE
     forward_s = compute_s - backward_s
+    # the collectives' SMs, where the group stays on the scale-up link (the channel count read is an NVLink server's)
+    sm_share = collective_sm_share(gpu, cal) if dp_link.kind == "scale-up" else 0.0
     dense_bytes, expert_bytes = param_bytes
     fsdp_s = gather = 0.0
     if lay.zero >= 3 and (shard_group > 1 or (each_micro and expert_stage and expert_group > 1)):
@@ -258,9 +279,11 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
         if expert_stage and expert_group > 1:
             gather += (all_gather_s(expert_stage * expert_bytes, expert_group, expert_link, efficiency=eff)
                        + moe_layers * expert_ring)
-        # one gather a pass: the forward's beside the forward, the backward's beside the backward
+        # one gather a pass: the forward's beside the forward, the backward's beside the backward; what hides still
+        # holds its SMs, and the products beside it run that much slower (collective_sm_share)
         fsdp_s = (max(0.0, gather - forward_s) + max(0.0, gather - backward_s)
-                  + 2.0 * stage_layers * dp_link.latency_s)
+                  + 2.0 * stage_layers * dp_link.latency_s
+                  + sm_share * (min(gather, forward_s) + min(gather, backward_s)))
         if train_stack == "pytorch" and not fsdp1:  # FSDP2's copies in and out, serial on the compute stream
             grad = grad_bytes_per_value if each_micro else 0
             fsdp_s += (fsdp2_copies_s(gpu, cal, params_stage * (shard_group > 1), grad, dense_bytes)
@@ -279,6 +302,8 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
         # beyond the gather alone (fsdp_s counted that)
         scatter = sum(scatter_s(*g) for g in groups if g[0] and g[1] > 1)
         added = max(0.0, gather + scatter - backward_s) - max(0.0, gather - backward_s)
+        # the part of the scatter that hides beside the backward slows its products (collective_sm_share)
+        added += sm_share * (min(gather + scatter, backward_s) - min(gather, backward_s))
         if each_micro:  # every backward; only the last layer's scatter of the last one waits at the step's end
             micro_sync_s = added + stage_layers * dp_link.latency_s
             sync_s = sum(scatter_s(*g) / max(1.0, g[4]) for g in groups if g[0] and g[1] > 1)
@@ -291,7 +316,7 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
             if held and group > 1:
                 full += allreduce_s(held * width, group, link, efficiency=eff)
                 full += 2.0 * ring * math.ceil(held / max(BUCKET_MIN_PARAMS, 1_000_000 * group))
-        sync_s = max(0.0, full - backward_s)
+        sync_s = max(0.0, full - backward_s) + sm_share * min(full, backward_s)
 
     local = 0.0
     if trains_base:  # the optimizer updates the (sharded) parameters a GPU holds
