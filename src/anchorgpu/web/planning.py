@@ -264,7 +264,10 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     gpu = result.get("gpu") or {}
     if gpu.get("name"):
         values["gpu"] = gpu["name"]  # an alias in the URL selects its canonical GPU in the form
-    context["result"] = answer_words(result, PLAN_FIELDS, PAGE_COMMANDS)  # its advice in the form's names
+    from anchorgpu.web.refusals import answer_lines
+
+    # its advice in the form's names, and its assumptions, checks and warnings in the page's language where said
+    context["result"] = answer_lines(result, answer_words(result, PLAN_FIELDS, PAGE_COMMANDS), text, PLAN_FIELDS)
     context["concept_names"] = concept_names(result.get("warnings") or [], text.locale)
     context["bar"] = memory_bar(result["per_gpu"], gpu.get("memory_bytes"), budget_bytes=result.get("budget_bytes"),
                                 decimal_sign=_decimal_sign(text))
@@ -342,8 +345,11 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     charted = [(rank, f"{r['servers']}× {r['offering']}", float(r["total_usd"]), speed)
                for rank, r in enumerate(result["results"], start=1) if (speed := _speed(r)) is not None and r.get("total_usd") is not None]
     points = [(label, cost, speed) for _, label, cost, speed in charted]
-    context["result"] = answer_words(result, RECOMMEND_FIELDS, PAGE_COMMANDS)  # its advice in the form's names
-    from anchorgpu.web.refusals import planner_refusal
+    from anchorgpu.web.refusals import answer_lines, page_line, planner_refusal
+
+    # its advice in the form's names, and its assumptions and warnings in the page's language where said
+    context["result"] = answer_lines(result, answer_words(result, RECOMMEND_FIELDS, PAGE_COMMANDS), text,
+                                     RECOMMEND_FIELDS)
 
     context["rejected_reasons"] = [planner_refusal(r["reason"], text) for r in result.get("rejected", [])[:10]]
     context["training"] = training
@@ -370,5 +376,5 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     context["speed_unit"] = text.gettext("images/s") if diffusion else text.gettext("tokens/s")
     from anchorgpu.web.checks import recommend_checks
 
-    context["checks"] = recommend_checks(result)
+    context["checks"] = [(code, page_line(check, text, None), rows) for code, check, rows in recommend_checks(result)]
     return render(request, "recommend.html", context)
