@@ -209,8 +209,12 @@ def page_refusal(message: str, fields: frozenset[str], labels: dict[str, Label],
     from anchorgpu.web.refusals import said_words
 
     translated = said_words(message, text) if text.locale != "en" else None
-    said = api_words((translated or message).replace(_MARK, ""), fields, PAGE_COMMANDS,
-                     say=lambda name: f"{_MARK}{name}{_MARK}" if name in labels else name)
+    # a CLI command inside the line is the page that takes its fields, named in the line's language
+    commands = PAGE_COMMANDS if translated is None else {
+        "plan": text.gettext("the Planner page"), "recommend": text.gettext("the Recommend page")}
+    said = api_words((translated or message).replace(_MARK, ""), fields, commands,
+                     say=lambda name: f"{_MARK}{name}{_MARK}" if name in labels else name,
+                     joiner="with" if translated is None else text.pgettext("the Planner page with its fields", "with"))
     out = Markup("")
     for i, part in enumerate(said.split(_MARK)):
         if i % 2 == 0:
