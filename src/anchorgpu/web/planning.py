@@ -23,7 +23,7 @@ from anchorgpu.api.schemas import PlanRequest, RecommendRequest
 from anchorgpu.api.schemas_base import TOKENS_ALIAS
 from anchorgpu.api.words import PAGE_COMMANDS, answer_words, api_words
 from anchorgpu.errors import AnchorError
-from anchorgpu.validation import pattern_reason
+from anchorgpu.validation import CONTROL_CHARACTER_REASON, pattern_reason
 from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
 from anchorgpu.web.form_fields import (
     PLAN_CARRIED,
@@ -93,10 +93,14 @@ def validation_message(exc: ValidationError, text: PageText | None = None,
         reason = text.gettext("must be a number")
     elif kind in ("bool_parsing", "bool_type"):  # a switch typed in the URL ("maybe"): the form's select sends on/off
         reason = text.gettext("must be on or off")
+    elif kind == "money" and (said := _said_words(ctx.get("reason", ""), text)) is not None:  # usd_amount's refusal
+        reason = said
     elif kind == "finite_number":  # 1e309, inf, nan typed in a decimal field
         reason = text.gettext("must be a finite number")
     elif kind == "string_too_long":
         reason = text.ngettext("at most %(num)d character", "at most %(num)d characters", int(ctx.get("max_length") or 0))
+    elif kind == "string_pattern_mismatch" and pattern_reason(ctx.get("pattern")) == CONTROL_CHARACTER_REASON:
+        reason = text.gettext("must not contain control characters (a NUL, a tab, a line break)")
     elif kind == "string_pattern_mismatch" and pattern_reason(ctx.get("pattern")):
         reason = text.gettext("expected WIDTHxHEIGHT in pixels, e.g. 1024x1024")
     elif kind == "literal_error":
@@ -111,6 +115,12 @@ def validation_message(exc: ValidationError, text: PageText | None = None,
     else:
         reason = str(err.get("msg", "invalid"))
     return f"{field}: {reason}"
+
+
+def _said_words(line: object, text: PageText) -> str | None:
+    from anchorgpu.web.refusals import said_words  # imports this module's page_words where it is used
+
+    return said_words(line, text) if isinstance(line, str) else None
 
 
 def concept_names(warnings: list[dict[str, Any]], locale: str) -> dict[str, str]:
