@@ -37,6 +37,7 @@ __all__ = [
     "ID_PATTERN",
     "LIMITS",
     "Limit",
+    "CONTROL_CHARACTER_REASON",
     "MONEY",
     "MONEY_TEXT_PATTERN",
     "MoneyRule",
@@ -57,16 +58,26 @@ __all__ = [
 
 PIXEL_SIZE_REASON = "expected WIDTHxHEIGHT in pixels, e.g. 1024x1024"
 _PIXEL_SIZE_PATTERN = re.compile(r"\^\[0-9\]\{\d+,\d+\}x\[0-9\]\{\d+,\d+\}\$")
+CONTROL_CHARACTER_REASON = "must not contain control characters (a NUL, a tab, a line break)"
+_NO_CONTROL_PATTERN = r"^[^\x00-\x1f\x7f]*$"
+"""The text fields' pattern (``api.schemas_base.TEXT_PATTERN``, the allocation route's ``model``): no control character."""
 
 
 def pattern_reason(pattern: object) -> str | None:
     """What a schema field's ``pattern`` asks for, in words, where pydantic's refusal would show the regular
-    expression itself ("String should match pattern '^[0-9]{1,5}x[0-9]{1,5}$'"); None for a pattern without words.
+    expression itself ("String should match pattern '^[0-9]{1,5}x[0-9]{1,5}$'", or a NUL typed in a page's field:
+    "'^[^\\x00-\\x1f\\x7f]*$'"); None for a pattern without words.
 
     >>> pattern_reason("^[0-9]{1,5}x[0-9]{1,5}$"), pattern_reason("^[a-z]+$")
     ('expected WIDTHxHEIGHT in pixels, e.g. 1024x1024', None)
+    >>> pattern_reason(_NO_CONTROL_PATTERN)
+    'must not contain control characters (a NUL, a tab, a line break)'
     """
-    return PIXEL_SIZE_REASON if isinstance(pattern, str) and _PIXEL_SIZE_PATTERN.fullmatch(pattern) else None
+    if not isinstance(pattern, str):
+        return None
+    if pattern == _NO_CONTROL_PATTERN:
+        return CONTROL_CHARACTER_REASON
+    return PIXEL_SIZE_REASON if _PIXEL_SIZE_PATTERN.fullmatch(pattern) else None
 
 
 ID_MAX_LENGTH = 100

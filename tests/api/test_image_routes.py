@@ -36,7 +36,7 @@ def test_recommend_takes_the_image_fields_as_plan_does(client: TestClient, probl
     for bad, said in (({"model": "llama-3.1-8b", "images_per_request": 1}, "takes no images"),
                       ({"images_per_request": 1025}, "images_per_request"),
                       ({"images_per_request": -1}, "images_per_request"),
-                      ({"image_resolution": "0x0"}, "image-resolution 0x0"),
+                      ({"image_resolution": "0x0"}, "image_resolution 0x0: expected WIDTHxHEIGHT"),  # its field (stop 61)
                       ({"image_resolution": "wide"}, "image_resolution"),
                       ({"task": "train", "images_per_request": 1}, "size serving requests"),
                       ({"model": "flux.1-schnell", "images_per_request": 1}, "size serving requests")):

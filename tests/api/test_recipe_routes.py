@@ -112,7 +112,11 @@ def test_an_allocation_that_cannot_hold_the_model_gets_a_422_not_a_launch(client
     detail = problem(serve)["detail"]
     # the route's own parameter named (kind), not plan's --recipe (stop 60, faces60)
     assert detail.startswith("kind vllm: the plan does not fit on this allocation's 1 x 8 h100-sxm (short by ")
-    assert detail.endswith("per GPU); it would fit with --weights int4-awq")  # more GPUs is not this launch's change
+    # more GPUs is not this launch's change, nor is a weight format (the route has no weights parameter, stop 61):
+    # the plan request that makes the change and writes the launch is named instead
+    assert detail.endswith("per GPU); it would fit on these GPUs only with a change this launch does not set: POST "
+                           "/v1/plan with model llama-3.1-405b gpu h100-sxm gpus 8 context 8192 weights int4-awq plans "
+                           "it"), detail
     train = client.get(f"/v1/allocations/{allocation}/recipe", headers=alice.auth,
                        params={"kind": "torchrun-fsdp", "model": "llama-3.1-70b", "task": "train", "context": 65536})
     assert train.status_code == 422 and problem(train)["detail"].startswith(
@@ -121,4 +125,6 @@ def test_an_allocation_that_cannot_hold_the_model_gets_a_422_not_a_launch(client
     # around it (issue 11: --pp alone no longer fixes TP 1), CP 8 x DP 4 under FSDP fits on 32, and since stop 57
     # (closest) optimizer state in host memory fits on the 8 booked, which FSDP's CPU offload launches (the recipe
     # says so): the change on this allocation's own GPUs comes first, as for the serving launch above
-    assert problem(train)["detail"].endswith("per GPU); it would fit with --offload optimizer")
+    assert problem(train)["detail"].endswith("per GPU); it would fit on these GPUs only with a change this launch does "
+                                             "not set: POST /v1/plan with model llama-3.1-70b gpu h100-sxm gpus 8 task "
+                                             "train seq 65536 offload optimizer plans it"), problem(train)["detail"]

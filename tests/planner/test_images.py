@@ -77,7 +77,7 @@ def test_training_with_images_is_refused() -> None:
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    (("gemma-3-27b", "--image-resolution", "0x0"), "image-resolution 0x0"),
+    (("gemma-3-27b", "--image-resolution", "0x0"), "--image-resolution 0x0"),  # the flag (stop 61)
     (("gemma-3-27b", "--image-resolution", "big"), "--image-resolution 'big'"),
     (("gemma-3-27b", "--images-per-request", "-1"), "--images-per-request -1"),  # the flag (stop 56 qa15)
     (("llama-3.1-8b", "--images-per-request", "2"), "takes no images"),

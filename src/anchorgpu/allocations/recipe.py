@@ -115,7 +115,8 @@ def _allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: 
             break
     assert result is not None
     key = check_kind(kind, diffusion=result.workload.task == "diffusion")
-    check_fits(result, key, where=f"this allocation's {servers} x {offering.gpus} {gpu.name}", fixed_gpus=True)
+    check_fits(result, key, where=said("this allocation's {servers} x {gpus} {gpu}", servers=servers,
+                                       gpus=offering.gpus, gpu=gpu.name), fixed_gpus=True)
     recipe = build_recipe(result, kind, target=Target(nodes=servers, gpus_per_node=offering.gpus))
     full = plan_to_json(result)
     return {

@@ -153,7 +153,7 @@ def _page(request: Request, status: int, code: str, detail: str) -> Response:
 async def _on_anchor_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, AnchorError)
     if _is_page(request):
-        return _page(request, exc.http_status, exc.code, exc.message)
+        return _page(request, exc.http_status, exc.code, exc.said or exc.message)  # said: a page says it in its words
     return problem_from_error(exc, fields=request_fields(request))
 
 

@@ -124,7 +124,8 @@ def Money(field: str) -> Any:  # noqa: N802  (a type, as pydantic's constrained 
         try:
             return usd_amount(value, field=field, flag="")
         except InvalidInput as exc:
-            raise PydanticCustomError("money", "{reason}", {"reason": exc.message}) from None
+            # the line with its message id (errors.said), so a page in another language says it in its own words
+            raise PydanticCustomError("money", "{reason}", {"reason": exc.said or exc.message}) from None
 
     number: dict[str, Any] = {"type": "number", "maximum": float(rule.high)}
     number["exclusiveMinimum" if rule.low_exclusive else "minimum"] = float(rule.low)

@@ -142,7 +142,7 @@ class PlanRequest(_Request):
     lora_targets: list[LoraTarget] | None = Field(
         default=None, min_length=1, max_length=7, description=f"Task lora or qlora only: modules that get adapters (default all: {', '.join(_ALL_LORA_TARGETS)})"
     )
-    resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
+    resolution: str | None = Field(default=None, pattern=r"^[0-9]{1,5}x[0-9]{1,5}$", description="Diffusion: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
     images: int = Field(default=1, ge=LIMITS["images"].low, le=LIMITS["images"].high, description="Diffusion: images per batch")
     vae_tiling: bool = Field(default=False, description="Diffusion: decode the VAE in tiles (bounds the decode peak)")
     images_per_request: ImagesPerRequest = None
@@ -243,7 +243,7 @@ class RecommendRequest(_Request):
     output_tokens: int | None = Field(default=None, ge=LIMITS["output_tokens"].low, le=LIMITS["output_tokens"].high, description="Inference only: tokens generated per request (default 256)")
     images_per_request: ImagesPerRequest = None
     image_resolution: ImageResolution = None
-    resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion pipeline: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
+    resolution: str | None = Field(default=None, pattern=r"^[0-9]{1,5}x[0-9]{1,5}$", description="Diffusion pipeline: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
     images: int = Field(default=1, ge=LIMITS["images"].low, le=LIMITS["images"].high, description="Diffusion pipeline: images per batch")
     vae_tiling: bool = Field(default=False, description="Diffusion pipeline: decode the VAE in tiles")
     max_usd: Money("max_usd") | None = Field(  # type: ignore[valid-type]

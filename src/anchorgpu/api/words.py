@@ -117,7 +117,7 @@ def _negated(flag: str, fields: frozenset[str]) -> str | None:
 
 
 def _as_route(command: str, args: str, commands: Mapping[str, str], *, model_first: bool,
-              say: Callable[[str], str] = _same) -> str | None:
+              say: Callable[[str], str] = _same, joiner: str = "with") -> str | None:
     """``plan --gpus N`` as ``POST /v1/plan with gpus N`` (``commands`` names the command, ``say`` each field); None
     where a flag is no field of the command's request (a word that is no flag's value, beyond a quoted command's
     leading model name, too)."""
@@ -136,14 +136,15 @@ def _as_route(command: str, args: str, commands: Mapping[str, str], *, model_fir
             return None
         else:
             out.append(word)
-    return f"{route} with {' '.join(out)}" if out else route
+    return f"{route} {joiner} {' '.join(out)}" if out else route
 
 
 def api_words(message: str, fields: frozenset[str], commands: Mapping[str, str] = API_COMMANDS,
-              say: Callable[[str], str] = _same) -> str:
+              say: Callable[[str], str] = _same, joiner: str = "with") -> str:
     """``message`` (written for the CLI) as the API says it to a request with ``fields`` (see the module's list);
-    ``commands``: how the CLI's commands are named (:data:`PAGE_COMMANDS` on the pages); ``say``: how a field is
-    named (its name; a page's refusal names it by its form's label, ``anchorgpu.web.planning.page_refusal``).
+    ``commands``: how the CLI's commands are named (:data:`PAGE_COMMANDS` on the pages, or those words in the page's
+    language, ``joiner`` then the page's "with"); ``say``: how a field is named (its name; a page's refusal names it by
+    its form's label, ``anchorgpu.web.planning.page_refusal``).
 
     >>> api_words("--train-precision fp4: h100-sxm has no FP4 tensor cores; --kv-cache-dtype stays",
     ...           frozenset({"train_precision", "kv_cache"}))
@@ -157,7 +158,7 @@ def api_words(message: str, fields: frozenset[str], commands: Mapping[str, str] 
     >>> api_words("or --no-sequence-parallel", frozenset({"sequence_parallel"}))
     'or sequence_parallel false'
     """
-    off = "off" if commands is PAGE_COMMANDS else "false"  # a page's select says off, a JSON body false
+    off = "false" if commands is API_COMMANDS else "off"  # a JSON body says false, a page's select off
 
     def field(flag: str, written: str) -> str:
         name = _field(flag, fields)
@@ -169,11 +170,12 @@ def api_words(message: str, fields: frozenset[str], commands: Mapping[str, str] 
         if match.group("flag"):
             return field(match.group("flag"), match.group(0))
         if match.group("command"):
-            said = _as_route(match.group("command"), match.group("args"), commands, model_first=False, say=say)
+            said = _as_route(match.group("command"), match.group("args"), commands, model_first=False, say=say,
+                             joiner=joiner)
             return said or f"{match.group('command')}{_FLAG.sub(lambda m: field(m.group(1), m.group(0)), match.group('args'))}"
         if match.group("cli"):
             return _as_route(match.group("cli"), match.group("cli_args"), commands, model_first=True,
-                             say=say) or match.group(0)
+                             say=say, joiner=joiner) or match.group(0)
         return match.group(0)  # code, or the CLI's own clause
 
     return _SPANS.sub(rewrite, message) if "--" in message or "`anchorgpu " in message else message

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
+from anchorgpu.errors import said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.formats import WeightFormat, shipped_format
 from anchorgpu.planner.inputs import PrecisionPlan, Workload
@@ -17,8 +18,8 @@ from anchorgpu.planner.warnings import PlanWarning, make_warning
 
 __all__ = ["BASE_CHECK", "is_shipped", "layout_warnings", "package_devices_warning", "plan_warnings", "precision_warnings"]
 
-BASE_CHECK = ("Confirm with a short run on the real engine and GPU: framework, kernel and allocator versions move "
-              "the measured peak by several percent.")
+BASE_CHECK = said("Confirm with a short run on the real engine and GPU: framework, kernel and allocator versions "
+                  "move the measured peak by several percent.")
 
 
 _MEMO: dict[tuple[object, ...], tuple[object, object, object, tuple[PlanWarning, ...]]] = {}
@@ -58,16 +59,17 @@ def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -
                                    f"{lay.gpus // lay.attention_dp_groups} GPUs"
                                    if lay.attention_dp_groups > 1 else "")))
     elif lay.dp > 1 and (not training or lay.zero == 0):
-        out.append(make_warning("ddp_no_memory_pooling",
-                                f"{lay.dp} data-parallel replicas: each GPU holds its own full share; memory does not pool"))
+        out.append(make_warning("ddp_no_memory_pooling", said(
+            "{dp} data-parallel replicas: each GPU holds its own full share; memory does not pool", dp=lay.dp)))
     if lay.zero and lay.shard_group == 1:
-        out.append(make_warning("zero_without_data_parallel", f"ZeRO stage {lay.zero} with one data-parallel rank shards nothing"))
+        out.append(make_warning("zero_without_data_parallel",
+                                said("ZeRO stage {zero} with one data-parallel rank shards nothing", zero=lay.zero)))
     if lay.tp > 1:
-        out.append(make_warning("tp_requires_engine_support", f"tensor parallelism over {lay.tp} GPUs"))
+        out.append(make_warning("tp_requires_engine_support", said("tensor parallelism over {tp} GPUs", tp=lay.tp)))
     if lay.pp > 1:
-        out.append(make_warning("pp_requires_engine_support", f"pipeline parallelism over {lay.pp} stages"))
+        out.append(make_warning("pp_requires_engine_support", said("pipeline parallelism over {pp} stages", pp=lay.pp)))
     if lay.ep > 1:
-        out.append(make_warning("ep_requires_engine_support", f"expert parallelism over {lay.ep} GPUs"))
+        out.append(make_warning("ep_requires_engine_support", said("expert parallelism over {ep} GPUs", ep=lay.ep)))
     if lay.tp > GPUS_PER_SERVER:
         out.append(make_warning("tp_across_nodes", f"TP {lay.tp} spans more than one {GPUS_PER_SERVER}-GPU server"))
     if gpu is not None and not gpu.memory_is_runtime:

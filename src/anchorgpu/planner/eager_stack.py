@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from anchorgpu.errors import said
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
@@ -99,17 +100,24 @@ def eager_headroom_warning(activations_bytes: int, recompute: str, headroom_byte
 
 
 def _x(span: tuple[float, float]) -> str:
-    return f"{span[0]:.2f}x" if span[0] == span[1] else f"{span[0]:.2f}-{span[1]:.2f}x"
+    """A measured ratio, or its range, as the lines write it ('0.95x', '1.27-1.36x'), said: a page writes its numbers.
+
+    >>> _x((0.95, 0.95)), _x((1.27, 1.36)).template
+    ('0.95x', '{low:.2f}-{high:.2f}x')
+    """
+    return said("{low:.2f}x", low=span[0]) if span[0] == span[1] else said("{low:.2f}-{high:.2f}x", low=span[0],
+                                                                         high=span[1])
 
 
 @lru_cache(maxsize=1)
 def memory_line() -> str:
     """The assumption every full training plan carries about the kernels its activations are planned for."""
     s = eager_stack()
-    return (f"Activations as fused kernels keep them (Megatron-Core, Transformer Engine, torch.compile): on one "
-            f"{s.gpu.upper()} a compiled transformers model peaked at {_x(s.compiled_peak)} this plan's total, while "
-            f"run eagerly it held {_x(s.eager_activations_no_recompute)} the planned activations "
-            f"({_x(s.eager_activations_full_recompute)} with full recompute) ({s.source}).")
+    return said("Activations as fused kernels keep them (Megatron-Core, Transformer Engine, torch.compile): on one "
+                "{gpu} a compiled transformers model peaked at {compiled} this plan's total, while run eagerly it held "
+                "{eager} the planned activations ({full} with full recompute) ({source}).", gpu=s.gpu.upper(),
+                compiled=_x(s.compiled_peak), eager=_x(s.eager_activations_no_recompute),
+                full=_x(s.eager_activations_full_recompute), source=s.source)
 
 
 @lru_cache(maxsize=1)

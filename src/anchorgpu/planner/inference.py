@@ -43,7 +43,7 @@ from anchorgpu.planner.serving_engine import (
     sglang_start_free,
 )
 from anchorgpu.planner.serving_handoff import new_serving_terms
-from anchorgpu.planner.serving_queue import KV_SHOWN_REQUESTED, KV_SHOWN_RUNNING, queued_line, running_sequences
+from anchorgpu.planner.serving_queue import queued_line, running_sequences
 from anchorgpu.planner.serving_request import (
     DEFAULT_REQUEST_NOTE,
     asked_context,
@@ -193,10 +193,12 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         # image tokens in the context: the vision tower's work, timed as prompt tokens the sequence does not hold
         breakdown["encoder_prefill_equivalent_tokens"] = tower
     state_one, state = state_one + cross_one, state + cross
-    assumptions.append(
-        (KV_SHOWN_REQUESTED if running == per_replica else KV_SHOWN_RUNNING)
-        + "; the serving engine reserves all the KV cache its memory setting allows at start-up "
-        "(kv_cache_capacity_bytes in the breakdown).")
+    assumptions.append(said("KV cache shown is what the requested sequences need; the serving engine reserves all the "
+                            "KV cache its memory setting allows at start-up (kv_cache_capacity_bytes in the breakdown).")
+                       if running == per_replica else
+                       said("KV cache shown is what the sequences running at once need; the serving engine reserves "
+                            "all the KV cache its memory setting allows at start-up (kv_cache_capacity_bytes in the "
+                            "breakdown)."))
     if w.engine == "sglang":
         assumptions.append(
             "SGLang sizes its KV pool as mem_fraction_static of the memory free at start (after the CUDA context and "
@@ -204,15 +206,15 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
             "live in the rest (sglang_reserve_bytes), so engine_budget_bytes is the weights, activations and "
             "non-torch memory plus that pool.")
     elif w.engine == "trtllm":
-        assumptions.append(
+        assumptions.append(said(
             "The profiling pass's peak holds the weights, a step of max_num_tokens prompt tokens, non-torch memory "
             "and the CUDA context; the KV cache is free_gpu_memory_fraction of what is left (TensorRT-LLM "
             "_torch/pyexecutor/_util.py cal_max_tokens), so engine_budget_bytes is that peak less the CUDA context "
-            "plus the KV cache.")
+            "plus the KV cache."))
     else:
-        assumptions.append(
+        assumptions.append(said(
             "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
-            "are inside the profiled activation peak (vLLM V1).")
+            "are inside the profiled activation peak (vLLM V1)."))
     per_gpu = new_memory_breakdown(weights, kv + state, prefill + sampler, 0, 0,  # weights, KV, activations,
                                    overhead_bytes=non_torch)  # gradients, optimizer (MemoryBreakdown's order)
     budget = None

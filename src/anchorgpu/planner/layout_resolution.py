@@ -267,12 +267,14 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                        gpus=gpus, cp=cp))
         tp = default_tp(model, gpus) if workload.task == "inference" else 1
         pp, dp = 1, gpus // (tp * cp)
-        how = ("inference shards by TP across the GPUs of one server"
-               + (", as far as the model's heads divide them, and runs the rest as replicas" if dp > 1 else "")
-               if workload.task == "inference" else "training and diffusion replicate by data parallelism")
+        how = (said("inference shards by TP across the GPUs of one server, as far as the model's heads divide them, "
+                    "and runs the rest as replicas") if dp > 1 else
+               said("inference shards by TP across the GPUs of one server")) if workload.task == "inference" else \
+            said("training and diffusion replicate by data parallelism")
         flags = _flags_given(layout)  # the layout flags given without TP, PP or DP: the line names them
-        assumptions.append(f"Layout not given{' beyond ' + flags if flags else ''}: {how} "
-                           f"(TP {tp}, PP 1{f', CP {cp}' if cp > 1 else ''}, DP {dp}).")
+        assumptions.append(said("Layout not given{beyond}: {how} (TP {tp}, PP 1{cp}, DP {dp}).",
+                                beyond=said(" beyond {flags}", flags=flags) if flags else "", how=how, tp=tp,
+                                cp=f", CP {cp}" if cp > 1 else "", dp=dp))
     else:
         tp, pp = layout.tp or 1, layout.pp or 1
         split = tp * pp * cp

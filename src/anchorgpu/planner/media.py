@@ -77,7 +77,7 @@ def validate_media(model: ModelSpec | None, w: Workload) -> None:
     if res is not None and (len(res) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in res)
                             or min(res) < 1 or max(res) > MAX_IMAGE_SIDE):
         shown = "x".join(str(v) for v in res) if isinstance(res, tuple) else repr(res)
-        raise InvalidWorkload(said("image-resolution {shown}: expected WIDTHxHEIGHT in pixels, each from 1 to "
+        raise InvalidWorkload(said("--image-resolution {shown}: expected WIDTHxHEIGHT in pixels, each from 1 to "
                                    "{MAX_IMAGE_SIDE:,}", shown=shown, MAX_IMAGE_SIDE=MAX_IMAGE_SIDE))
     if n == 0 and res is not None:  # the size of no image: it would be dropped, not planned
         raise InvalidWorkload(said("--image-resolution {join} with --images-per-request 0: there is no image to "

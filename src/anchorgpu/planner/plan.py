@@ -218,7 +218,8 @@ def plan(
     warnings += plan_warnings(terms.workload, lay, fmt, prec, gpu, model)  # the layout's, then the precision's
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
-                                     f"a checkpoint takes {_size(terms.checkpoint_bytes)}: test restoring it"))
+                                     said("a checkpoint takes {size}: test restoring it",
+                                          size=_size(terms.checkpoint_bytes))))
     total = terms.per_gpu.total_bytes
     fits = headroom = None
     if terms.budget_bytes is not None:

@@ -15,6 +15,7 @@ from functools import cache, lru_cache, partial
 from importlib import resources
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import memo_on_frozen
@@ -64,12 +65,14 @@ def engine_line(engine: str, tokens: int, seqs: int, utilization: float, block: 
     """The serving-engine assumption: the engine's settings, nearly always its defaults, so a few lines recur
     across every model, GPU and request size (memoised, like the runtime-overhead line of training)."""
     if engine == "trtllm":
-        return (f"Serving engine sized like TensorRT-LLM (trtllm-serve, PyTorch backend): max_num_tokens {tokens}, "
-                f"max_batch_size {seqs}, free_gpu_memory_fraction {utilization}: the KV cache takes that share of the "
-                "memory left free once the weights and its profiling pass's peak (a step of max_num_tokens prompt "
-                "tokens) are in place; GUARANTEED_NO_EVICT admits a request only when its prompt and output fit.")
-    return (f"Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs}, "
-            f"gpu_memory_utilization {utilization}, KV block {block} tokens.")
+        return said("Serving engine sized like TensorRT-LLM (trtllm-serve, PyTorch backend): max_num_tokens {tokens}, "
+                    "max_batch_size {seqs}, free_gpu_memory_fraction {utilization}: the KV cache takes that share of "
+                    "the memory left free once the weights and its profiling pass's peak (a step of max_num_tokens "
+                    "prompt tokens) are in place; GUARANTEED_NO_EVICT admits a request only when its prompt and "
+                    "output fit.", tokens=tokens, seqs=seqs, utilization=utilization)
+    return said("Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs}, "
+                "gpu_memory_utilization {utilization}, KV block {block} tokens.", tokens=tokens, seqs=seqs,
+                utilization=utilization, block=block)
 
 
 @lru_cache(maxsize=256)

@@ -86,16 +86,20 @@ def asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
         ctx = min(prompt + output, limit) if not w.allow_long_context else prompt + output
         if model.encoder is not None and not model.encoder.fixed_tokens:
             return ctx  # the prompt (given or the default) goes to a text encoder: sequence_tokens states the decoder's
-        shortened = ""
+        shortened: str = ""
         if ctx < prompt + output and (model.encoder is None or audio):  # the default part gives way (request_within)
             timed_prompt, timed_output = request_within(w.prompt_tokens, w.output_tokens, ctx)
             if w.prompt_tokens is None:
-                shortened = f"; the default {prompt:,}-token prompt shortened to {timed_prompt:,} tokens to fit"
+                shortened = said("; the default {prompt:,}-token prompt shortened to {timed:,} tokens to fit",
+                                 prompt=prompt, timed=timed_prompt)
             elif w.output_tokens is None:
-                shortened = f"; the default {output:,}-token output shortened to {timed_output:,} tokens to fit"
-        assumptions.append(f"Context not given: each sequence sized at prompt + output = {prompt:,} + {output:,} = "
-                           f"{prompt + output:,} tokens" + (f", capped at the model's {limit:,}" if ctx < prompt + output
-                                                            else "") + shortened + ".")
+                shortened = said("; the default {output:,}-token output shortened to {timed:,} tokens to fit",
+                                 output=output, timed=timed_output)
+        assumptions.append(said("Context not given: each sequence sized at prompt + output = {prompt:,} + {output:,} = "
+                                "{total:,} tokens{capped}{shortened}.", prompt=prompt, output=output,
+                                total=prompt + output, shortened=shortened,
+                                capped=said(", capped at the model's {limit:,}", limit=limit) if ctx < prompt + output
+                                else ""))
     elif w.context_tokens is None and (w.concurrency or 1) > 1:  # many users, no length: the request timed below
         enc = model.encoder
         if enc is not None:  # the decoder holds its own prompt (Whisper's task tokens, T5's start token) + output

@@ -369,9 +369,10 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         assumptions.append(cross_speed_line(model, cross, media) if media.cross_tokens
                            else context_speed_line(model, cross, media))
     elif not training:
-        assumptions.append(
-            f"Decode speed at {prompt + output // 2:,} cached tokens per sequence (prompt {prompt:,} + half of "
-            f"{output:,} output tokens); prefill of one {prompt:,}-token prompt.")
+        assumptions.append(said(
+            "Decode speed at {cached:,} cached tokens per sequence (prompt {prompt:,} + half of {output:,} output "
+            "tokens); prefill of one {prompt:,}-token prompt.", cached=prompt + output // 2, prompt=prompt,
+            output=output))
     warnings = tuple((x.code, x.message) for x in probe.warnings
                      if x.code in ("quantization_quality_unchecked", "context_beyond_model_limit",
                                    "checkpoint_restore_unverified"))

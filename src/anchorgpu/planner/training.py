@@ -99,7 +99,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                            + "): norms and dropout activations split too.")
     elif lay.tp > 1:
         assumptions.append(memory_off_line(lay.tp))
-    assumptions.append("Attention by a flash-attention kernel: no s² score matrix is stored.")
+    assumptions.append(said("Attention by a flash-attention kernel: no s² score matrix is stored."))
     # a PyTorch-native stack's own activations, loss and FSDP pipeline, full training only: the fine-tuning terms below
     # are measured on PEFT runs with their loss (planner.finetune)
     pytorch = w.task == "train" and w.train_stack == "pytorch"
@@ -331,8 +331,8 @@ FP8_ACTIVATIONS_LINE = (
     "layers (the norm outputs, the attention output, the MLP's down-projection input) as 1-byte copies, the norms' "
     "inputs, q, k, v, the attention output and the gated MLP's input in 16 bit; read from TE's code, not yet checked "
     "against a measured Megatron peak (FP4 products are planned at the same byte).")
-NO_DROPOUT_LINE = ("No dropout masks: the model's config states no dropout on the residual stream, and at p = 0 neither "
-                   "PyTorch nor Megatron-Core keeps one.")
+NO_DROPOUT_LINE = said("No dropout masks: the model's config states no dropout on the residual stream, and at p = 0 "
+                       "neither PyTorch nor Megatron-Core keeps one.")
 
 def offload_activations_line(offloaded: int, layers: int, host_bytes: int) -> str:
     """What ``--offload-activations N`` plans: Megatron-Core's CPU activation offloading."""
@@ -360,8 +360,9 @@ PYTORCH_SAC_LINE = (
 @lru_cache(maxsize=256)
 def _overhead_line(context: int, workspace: int, nccl: int, fragmentation: float) -> str:
     """The runtime-overhead assumption (a few distinct values recur across plans: memoised)."""
-    return (f"Runtime overhead: context {fmt_bytes(context)}, library workspace {fmt_bytes(workspace)}, "
-            f"NCCL {fmt_bytes(nccl)}, allocator fragmentation {fragmentation:.0%} of tensors.")
+    return said("Runtime overhead: context {context}, library workspace {workspace}, NCCL {nccl}, allocator "
+                "fragmentation {fragmentation:.0%} of tensors.", context=fmt_bytes(context),
+                workspace=fmt_bytes(workspace), nccl=fmt_bytes(nccl), fragmentation=fragmentation)
 
 
 def finetune_activation_terms(model: ModelSpec, fmt: WeightFormat, w: Workload, seq: int, micro_batch: int, lay: ResolvedLayout,

@@ -9,6 +9,7 @@ import math
 from functools import partial
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import said
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
@@ -19,8 +20,8 @@ __all__ = ["BF16_TRUE_LINE", "FP8_STATE_WEIGHTS", "OPTIMIZER_STATE_LINES", "STAT
 
 
 OPTIMIZER_STATE_LINES: dict[str, str] = {
-    "fp32": ("Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
-             "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW)."),
+    "fp32": said("Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
+                 "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW)."),
     "bf16-moments": ("Mixed precision with bf16 optimizer moments (--optimizer-state bf16-moments: Megatron-Core's "
                      "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16, DeepSeek-V3): "
                      "16-bit weights and gradients, fp32 master weights, AdamW's two moments in bf16 "

@@ -91,7 +91,8 @@ def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                "transposes under FP8 training (below).")
         else:
             fmt = shipped
-            assumptions.append(f"Weights stored as {fmt.name} (default for task {workload.task}).")
+            assumptions.append(said("Weights stored as {weights} (default for task {task}).", weights=fmt.name,
+                                    task=workload.task))
     else:
         fmt = format_for_model(model, precision.weights) if isinstance(model, ModelSpec) else get_format(
             precision.weights)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from anchorgpu.errors import said
 from anchorgpu.planner._frozen import builder, fast_init
 
 __all__ = ["NO_CHANGE_FITS_CHECK", "NO_COUNT_FITS_CHECK", "WARNING_CODES", "PlanWarning", "WarningCode", "make_warning"]
@@ -47,7 +48,7 @@ def _registry(*entries: WarningCode) -> dict[str, WarningCode]:
 WARNING_CODES: dict[str, WarningCode] = _registry(
     WarningCode(
         code="ddp_no_memory_pooling", concept="data-parallelism",
-        check="Data-parallel replicas each hold a full copy: memory does not pool across GPUs.",
+        check=said("Data-parallel replicas each hold a full copy: memory does not pool across GPUs."),
     ),
     WarningCode(
         code="attention_dp_replicas", concept="expert-parallelism",
@@ -58,19 +59,19 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
     ),
     WarningCode(
         code="tp_requires_engine_support", concept="tensor-parallelism",
-        check="Confirm your serving engine or training framework supports tensor parallelism for this model.",
+        check=said("Confirm your serving engine or training framework supports tensor parallelism for this model."),
     ),
     WarningCode(
         code="pp_requires_engine_support", concept="pipeline-parallelism",
-        check="Confirm your engine or framework supports pipeline parallelism for this model.",
+        check=said("Confirm your engine or framework supports pipeline parallelism for this model."),
     ),
     WarningCode(
         code="ep_requires_engine_support", concept="expert-parallelism",
-        check="Confirm your engine supports expert parallelism for this MoE model.",
+        check=said("Confirm your engine supports expert parallelism for this MoE model."),
     ),
     WarningCode(
         code="tp_over_pcie", concept="nvlink",
-        check="Tensor parallelism over PCIe-only GPUs is slow: every layer all-reduces over PCIe.",
+        check=said("Tensor parallelism over PCIe-only GPUs is slow: every layer all-reduces over PCIe."),
     ),
     WarningCode(
         code="training_over_public_network", concept="data-parallelism",
@@ -82,46 +83,48 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
     ),
     WarningCode(
         code="tp_across_nodes", concept="tensor-parallelism",
-        check="Tensor parallelism beyond one 8-GPU server crosses the network: prefer PP or DP across nodes.",
+        check=said("Tensor parallelism beyond one 8-GPU server crosses the network: prefer PP or DP across nodes."),
     ),
     WarningCode(
         code="fp8_without_hardware", concept="fp8",
-        check="This GPU has no FP8 tensor cores: FP8 runs as weight-only with dequantization, or not at all.",
+        check=said("This GPU has no FP8 tensor cores: FP8 runs as weight-only with dequantization, or not at all."),
     ),
     WarningCode(
         code="fp4_weight_only_emulation", concept="fp4",
-        check="Native FP4 math exists only on Blackwell and MI355X: elsewhere FP4 weights are dequantized.",
+        check=said("Native FP4 math exists only on Blackwell and MI355X: elsewhere FP4 weights are dequantized."),
     ),
     WarningCode(
         code="rocm_cuda_only_dependency", concept="rocm",
-        check="On AMD GPUs check that every dependency (kernels, quantization libraries) has a ROCm build.",
+        check=said("On AMD GPUs check that every dependency (kernels, quantization libraries) has a ROCm build."),
     ),
     WarningCode(
         code="quantization_quality_unchecked", concept="quantization",
-        check="Check output quality after quantization on your own evaluation set.",
+        check=said("Check output quality after quantization on your own evaluation set."),
     ),
     WarningCode(
         code="precision_below_checkpoint", concept="quantization",
-        check="Weights or KV cache below the checkpoint's precision change the outputs: rerun your evaluations.",
+        check=said("Weights or KV cache below the checkpoint's precision change the outputs: rerun your evaluations."),
     ),
     WarningCode(
         code="kernel_support_unchecked", concept="quantization",
-        check="Check that your engine has kernels for this weight or cache format on this GPU.",
+        check=said("Check that your engine has kernels for this weight or cache format on this GPU."),
     ),
     WarningCode(
         code="checkpoint_restore_unverified", concept="checkpointing",
-        check="Verify that a saved checkpoint restores (and resumes training) before relying on it.",
+        check=said("Verify that a saved checkpoint restores (and resumes training) before relying on it."),
     ),
     WarningCode(
         code="eager_activations_exceed_headroom", concept="activations",
-        check="The headroom may not hold what an eager PyTorch stack keeps: compile the model "
-              "(torch.compile), recompute activations or take a smaller micro-batch before training with transformers.",
+        check=said("The headroom may not hold what an eager PyTorch stack keeps: compile the model "
+                   "(torch.compile), recompute activations or take a smaller micro-batch before training with "
+                   "transformers."),
     ),
     WarningCode(
         code="thin_training_headroom", concept="vram",
-        check="The plan fits with less room than its measured error: run a few steps with "
-              "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True and watch torch.cuda.max_memory_reserved before the "
-              "full run, or keep a layout with more room (recompute, a smaller micro-batch, more GPUs) at hand.",
+        check=said("The plan fits with less room than its measured error: run a few steps with "
+                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True and watch torch.cuda.max_memory_reserved before "
+                   "the full run, or keep a layout with more room (recompute, a smaller micro-batch, more GPUs) at "
+                   "hand."),
     ),
     WarningCode(
         code="package_is_several_devices", concept="tensor-parallelism",
@@ -130,27 +133,27 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
     ),
     WarningCode(
         code="partial_gpu_not_offered", concept="mig",
-        check="AnchorGPU rents whole GPUs only: no MIG slices, vGPU or time-slicing.",
+        check=said("AnchorGPU rents whole GPUs only: no MIG slices, vGPU or time-slicing."),
     ),
     WarningCode(
         code="does_not_fit", concept="vram",
-        check="The per-GPU total exceeds the GPU's memory: see the suggestions.",
+        check=said("The per-GPU total exceeds the GPU's memory: see the suggestions."),
     ),
     WarningCode(
         code="weights_exceed_engine_budget", concept="kv-cache",
-        check="Weights and activations leave no room for the KV cache inside the engine's memory budget.",
+        check=said("Weights and activations leave no room for the KV cache inside the engine's memory budget."),
     ),
     WarningCode(
         code="context_beyond_model_limit", concept="context-window",
-        check="The context exceeds the model's trained length: quality beyond it is not guaranteed.",
+        check=said("The context exceeds the model's trained length: quality beyond it is not guaranteed."),
     ),
     WarningCode(
         code="zero_without_data_parallel", concept="zero",
-        check="ZeRO/FSDP shard over the data-parallel and context-parallel ranks: with one of each they save nothing.",
+        check=said("ZeRO/FSDP shard over the data-parallel and context-parallel ranks: with one of each they save nothing."),
     ),
     WarningCode(
         code="offload_slows_training", concept="offloading",
-        check="CPU offload moves state over PCIe every step: expect slower steps and check host RAM.",
+        check=said("CPU offload moves state over PCIe every step: expect slower steps and check host RAM."),
     ),
     WarningCode(
         code="memory_total_unsourced", concept="vram",
@@ -161,18 +164,18 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
     ),
     WarningCode(
         code="no_gpu_given", concept="vram",
-        check="No GPU was named, so fit, headroom and the KV-cache budget were not evaluated.",
+        check=said("No GPU was named, so fit, headroom and the KV-cache budget were not evaluated."),
     ),
 )
 
-NO_CHANGE_FITS_CHECK = ("The per-GPU total exceeds the GPU's memory and no single change tried (recompute, ZeRO-3, "
-                        "TP, CP, more GPUs, offload, a shorter sequence) makes it fit: drop the layout flags to have "
-                        "one chosen, or take GPUs with more memory.")
+NO_CHANGE_FITS_CHECK = said("The per-GPU total exceeds the GPU's memory and no single change tried (recompute, "
+                            "ZeRO-3, TP, CP, more GPUs, offload, a shorter sequence) makes it fit: drop the layout "
+                            "flags to have one chosen, or take GPUs with more memory.")
 """The does_not_fit check where "What would fit" has nothing to offer (the registered one points at suggestions)."""
 
-NO_COUNT_FITS_CHECK = ("The per-GPU total exceeds the GPU's memory on every GPU count the planner tries without --gpus "
-                       "and no single change tried makes it fit: pass --gpus for more GPUs, or take GPUs with more "
-                       "memory.")
+NO_COUNT_FITS_CHECK = said("The per-GPU total exceeds the GPU's memory on every GPU count the planner tries without "
+                           "--gpus and no single change tried makes it fit: pass --gpus for more GPUs, or take GPUs "
+                           "with more memory.")
 """:data:`NO_CHANGE_FITS_CHECK` where no layout flag was given and the planner chose the GPU count: no flag to drop."""
 
 
@@ -184,4 +187,5 @@ def make_warning(code: str, message: str) -> PlanWarning:
     """
     if code not in WARNING_CODES:
         raise KeyError(f"unregistered planner warning code {code!r}")
-    return _new_warning(code=code, message=" ".join(message.split()))
+    one_line = " ".join(message.split())
+    return _new_warning(code=code, message=message if one_line == message else one_line)  # a said() line kept whole

@@ -193,8 +193,10 @@ def validate_workload(workload: Workload) -> None:
             said("--lora-targets {value}: choose from {join}", value=','.join(workload.lora_targets) or '(none)',
                  join=','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))))
     if workload.resolution is not None and (len(workload.resolution) != 2 or min(workload.resolution) < 8):
-        raise InvalidWorkload(said("resolution {resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8",
-                                   resolution=workload.resolution))
+        shown = "x".join(map(str, workload.resolution)) if isinstance(workload.resolution, tuple) else \
+            repr(workload.resolution)  # as typed (1x1), not Python's tuple "(1, 1)" (stop 61)
+        raise InvalidWorkload(said("--resolution {shown}: expected WIDTHxHEIGHT in pixels, each at least 8",
+                                   shown=shown))
     validate_media(None, workload)
     if workload.task != "inference" and (workload.images_per_request is not None or workload.image_resolution is not None):
         raise InvalidWorkload(said("--images-per-request/--image-resolution size serving requests (task "

@@ -85,12 +85,47 @@ def check_kind(kind: str, *, diffusion: bool = False, engine: str | None = None,
     return key
 
 
+_ALLOCATION_FLAGS = frozenset({"--seq", "--context", "--concurrency"})
+"""The flags of a plan's change that an allocation's launch takes (its faces' ``context`` and ``concurrency``; the
+training sequence is its ``context``)."""
+
+
+def _allocation_takes(change: str) -> bool:
+    """Whether an allocation's launch can make ``change`` (every flag in it one of :data:`_ALLOCATION_FLAGS`).
+
+    >>> _allocation_takes("--seq 512"), _allocation_takes("--weights int4-awq"), _allocation_takes("--gpus 16 --tp 8")
+    (True, False, False)
+    """
+    flags = [word for word in change.split() if word.startswith("--")]
+    return bool(flags) and all(flag in _ALLOCATION_FLAGS for flag in flags)
+
+
+def plan_command(plan: Plan, change: str) -> str:
+    """The ``anchorgpu plan`` command, quoted, that plans ``plan``'s model and workload on its GPUs with ``change``
+    (each face names it its own way: ``POST /v1/plan with …``, the Planner page). Said, so a page in another language
+    keeps its words around it."""
+    w = plan.workload
+    if w.task == "inference":
+        workload = said("{context}{concurrency}",
+                        context=f" --context {w.context_tokens}" if w.context_tokens else "",
+                        concurrency=f" --concurrency {w.concurrency}" if w.concurrency and w.concurrency > 1 else "")
+    else:
+        workload = said(" --task {task}{seq}", task=w.task, seq=f" --seq {w.seq_tokens}" if w.seq_tokens else "")
+    return said("`anchorgpu plan {model} --gpu {gpu} --gpus {gpus}{workload} {change}`", model=plan.model.name,
+                gpu=plan.gpu.name if plan.gpu is not None else "", gpus=plan.layout.gpus, workload=workload,
+                change=change)
+
+
 def check_fits(plan: Plan, kind: str, *, where: str | None = None, fixed_gpus: bool = False) -> None:
     """Refuse, in one line, a launch for a plan that does not fit: it would run out of memory as planned.
 
     The line names the first "What would fit" change when the plan has one. ``where`` words the GPUs (default
-    ``N x gpu``). ``fixed_gpus`` is an allocation's launch, whose servers are booked: it names a change on that many
-    GPUs when there is one, else how many GPUs the first change needs.
+    ``N x gpu``). ``fixed_gpus`` is an allocation's launch, whose servers are booked and whose faces take only the
+    workload's length and users (``--context``, ``--concurrency``; ``allocations/recipe.py``): it names a change on
+    that many GPUs that those options make when there is one; else a change on that many GPUs they cannot make (a
+    weight format, offload, a layout) with the plan command that writes its launch; else how many GPUs the first
+    change needs, with the plan command for them (stop 61: "--weights int4-awq" was offered to a route with no
+    ``weights`` parameter).
     """
     if plan.fits is not False:
         return
@@ -104,11 +139,17 @@ def check_fits(plan: Plan, kind: str, *, where: str | None = None, fixed_gpus: b
             then = said("; plan with {change} first", change=plan.suggestions[0].change)
     else:
         same = [s for s in plan.suggestions if s.gpus == plan.layout.gpus]
-        if same:  # the allocation's launch takes the training sequence as --context
-            then = said("; it would fit with {change}", change=same[0].change.replace("--seq ", "--context "))
+        taken = [s for s in same if _allocation_takes(s.change)]
+        if taken:  # the allocation's launch takes the training sequence as --context
+            then = said("; it would fit with {change}", change=taken[0].change.replace("--seq ", "--context "))
+        elif same:
+            # the plan, not its launch: the launch of the change may refuse in its own words (vLLM quantizes no
+            # 16-bit checkpoint to int4-awq while loading)
+            then = said("; it would fit on these GPUs only with a change this launch does not set: {command} plans it",
+                        command=plan_command(plan, same[0].change))
         elif plan.suggestions:
-            then = said("; it needs {gpus} GPUs ({change})", gpus=plan.suggestions[0].gpus,
-                        change=plan.suggestions[0].change)
+            then = said("; it needs {gpus} GPUs: {command} plans them", gpus=plan.suggestions[0].gpus,
+                        command=plan_command(plan, plan.suggestions[0].change))
     line = said("{fit}{short}{then}", fit=fit, short=short, then=then)
     raise InvalidWorkload(said("{option} {kind}: {line}", option=RECIPE_OPTION, kind=kind, line=line),
                           code="recipe_not_expressible")

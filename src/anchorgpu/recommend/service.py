@@ -347,16 +347,16 @@ def recommend(
             workload["encoder_input_tokens"] = result.encoder_input_tokens
         workload["encoder_prefill_equivalent_tokens"] = result.encoder_prefill_equivalent_tokens
     assumptions = [choice.assumption, *result.assumptions]
-    assumptions.append(
-        f"Prices are list prices for a {the_term} term ({the_term.hours} h), whole servers, no options, priced "
-        "exactly as `anchorgpu quote`; 'per GPU-hour' is the 730-h comparison rate.")
+    assumptions.append(said(
+        "Prices are list prices for a {term} term ({hours} h), whole servers, no options, priced exactly as "
+        "`anchorgpu quote`; 'per GPU-hour' is the 730-h comparison rate.", term=str(the_term), hours=the_term.hours))
     uncertain = sorted({o.gpu for o in shown if _speed_figures_uncertain(o.gpu)})
     if uncertain:
         assumptions.append(f"Speed figures of {', '.join(uncertain)} rest partly on secondary or conflicting "
                            "sources (marked '?' in the GPU table): treat their tokens/s as rougher.")
     if not training:
-        assumptions.append("Cost per million output tokens assumes the servers decode at the estimated total "
-                           "tokens/s for the whole term.")
+        assumptions.append(said("Cost per million output tokens assumes the servers decode at the estimated total "
+                                "tokens/s for the whole term."))
         wide_ep = any(o.config["ep"] > o.config["tp"] for o in (*shown, *front))  # attention DP shown
         uneven = _uneven_replicas_line(shown)
         if uneven:

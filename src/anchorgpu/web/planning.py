@@ -23,7 +23,7 @@ from anchorgpu.api.schemas import PlanRequest, RecommendRequest
 from anchorgpu.api.schemas_base import TOKENS_ALIAS
 from anchorgpu.api.words import PAGE_COMMANDS, answer_words, api_words
 from anchorgpu.errors import AnchorError
-from anchorgpu.validation import pattern_reason
+from anchorgpu.validation import CONTROL_CHARACTER_REASON, pattern_reason
 from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
 from anchorgpu.web.form_fields import (
     PLAN_CARRIED,
@@ -93,10 +93,14 @@ def validation_message(exc: ValidationError, text: PageText | None = None,
         reason = text.gettext("must be a number")
     elif kind in ("bool_parsing", "bool_type"):  # a switch typed in the URL ("maybe"): the form's select sends on/off
         reason = text.gettext("must be on or off")
+    elif kind == "money" and (said := _said_words(ctx.get("reason", ""), text)) is not None:  # usd_amount's refusal
+        reason = said
     elif kind == "finite_number":  # 1e309, inf, nan typed in a decimal field
         reason = text.gettext("must be a finite number")
     elif kind == "string_too_long":
         reason = text.ngettext("at most %(num)d character", "at most %(num)d characters", int(ctx.get("max_length") or 0))
+    elif kind == "string_pattern_mismatch" and pattern_reason(ctx.get("pattern")) == CONTROL_CHARACTER_REASON:
+        reason = text.gettext("must not contain control characters (a NUL, a tab, a line break)")
     elif kind == "string_pattern_mismatch" and pattern_reason(ctx.get("pattern")):
         reason = text.gettext("expected WIDTHxHEIGHT in pixels, e.g. 1024x1024")
     elif kind == "literal_error":
@@ -111,6 +115,12 @@ def validation_message(exc: ValidationError, text: PageText | None = None,
     else:
         reason = str(err.get("msg", "invalid"))
     return f"{field}: {reason}"
+
+
+def _said_words(line: object, text: PageText) -> str | None:
+    from anchorgpu.web.refusals import said_words  # imports this module's page_words where it is used
+
+    return said_words(line, text) if isinstance(line, str) else None
 
 
 def concept_names(warnings: list[dict[str, Any]], locale: str) -> dict[str, str]:
@@ -209,8 +219,12 @@ def page_refusal(message: str, fields: frozenset[str], labels: dict[str, Label],
     from anchorgpu.web.refusals import said_words
 
     translated = said_words(message, text) if text.locale != "en" else None
-    said = api_words((translated or message).replace(_MARK, ""), fields, PAGE_COMMANDS,
-                     say=lambda name: f"{_MARK}{name}{_MARK}" if name in labels else name)
+    # a CLI command inside the line is the page that takes its fields, named in the line's language
+    commands = PAGE_COMMANDS if translated is None else {
+        "plan": text.gettext("the Planner page"), "recommend": text.gettext("the Recommend page")}
+    said = api_words((translated or message).replace(_MARK, ""), fields, commands,
+                     say=lambda name: f"{_MARK}{name}{_MARK}" if name in labels else name,
+                     joiner="with" if translated is None else text.pgettext("the Planner page with its fields", "with"))
     out = Markup("")
     for i, part in enumerate(said.split(_MARK)):
         if i % 2 == 0:
@@ -264,7 +278,10 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     gpu = result.get("gpu") or {}
     if gpu.get("name"):
         values["gpu"] = gpu["name"]  # an alias in the URL selects its canonical GPU in the form
-    context["result"] = answer_words(result, PLAN_FIELDS, PAGE_COMMANDS)  # its advice in the form's names
+    from anchorgpu.web.refusals import answer_lines
+
+    # its advice in the form's names, and its assumptions, checks and warnings in the page's language where said
+    context["result"] = answer_lines(result, answer_words(result, PLAN_FIELDS, PAGE_COMMANDS), text, PLAN_FIELDS)
     context["concept_names"] = concept_names(result.get("warnings") or [], text.locale)
     context["bar"] = memory_bar(result["per_gpu"], gpu.get("memory_bytes"), budget_bytes=result.get("budget_bytes"),
                                 decimal_sign=_decimal_sign(text))
@@ -342,8 +359,11 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     charted = [(rank, f"{r['servers']}× {r['offering']}", float(r["total_usd"]), speed)
                for rank, r in enumerate(result["results"], start=1) if (speed := _speed(r)) is not None and r.get("total_usd") is not None]
     points = [(label, cost, speed) for _, label, cost, speed in charted]
-    context["result"] = answer_words(result, RECOMMEND_FIELDS, PAGE_COMMANDS)  # its advice in the form's names
-    from anchorgpu.web.refusals import planner_refusal
+    from anchorgpu.web.refusals import answer_lines, page_line, planner_refusal
+
+    # its advice in the form's names, and its assumptions and warnings in the page's language where said
+    context["result"] = answer_lines(result, answer_words(result, RECOMMEND_FIELDS, PAGE_COMMANDS), text,
+                                     RECOMMEND_FIELDS)
 
     context["rejected_reasons"] = [planner_refusal(r["reason"], text) for r in result.get("rejected", [])[:10]]
     context["training"] = training
@@ -370,5 +390,5 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     context["speed_unit"] = text.gettext("images/s") if diffusion else text.gettext("tokens/s")
     from anchorgpu.web.checks import recommend_checks
 
-    context["checks"] = recommend_checks(result)
+    context["checks"] = [(code, page_line(check, text, None), rows) for code, check, rows in recommend_checks(result)]
     return render(request, "recommend.html", context)

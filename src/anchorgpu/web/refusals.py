@@ -20,7 +20,7 @@ from typing import Any
 from anchorgpu.errors import AnchorError, Said
 from anchorgpu.web.i18n import English, PageText
 
-__all__ = ["planner_refusal", "refusal_words", "said_words"]
+__all__ = ["answer_lines", "page_line", "planner_refusal", "refusal_words", "said_words"]
 
 _NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})*(?:\.\d+)?|-?\d+(?:\.\d+)?")
 _ENGLISH = re.compile(r"\b[a-z]{2,} [a-z]{2,}\b")
@@ -136,3 +136,47 @@ def planner_refusal(error: AnchorError | str, text: PageText | None) -> str:
     english = error.message if isinstance(error, AnchorError) else str(error)
     translated = said_words(line, text) if text is not None and text.locale != "en" else None
     return page_words(translated) if translated is not None else English(page_words(english))
+
+
+def page_line(line: str, text: PageText, fields: frozenset[str] | None) -> str:
+    """An assumption, check or warning of the planner (written for the CLI) as a page shows it: in the page's language
+    where the catalogue has all its words, else the English line marked as such (:class:`~anchorgpu.web.i18n.English`,
+    which a template marks ``lang="en"`` on its own item); each ``--flag`` that is one of ``fields`` (the form's)
+    named as the field, as the page's other advice (:func:`anchorgpu.api.words.answer_words`); ``fields`` None: the
+    flags kept as written.
+
+    >>> from anchorgpu.errors import said
+    >>> page_line(said("tensor parallelism over {tp} GPUs", tp=8), PageText("ru"), None)
+    'тензорный параллелизм на 8 GPU'
+    >>> line = page_line("a line written without an id", PageText("ru"), None)
+    >>> line, type(line).__name__
+    ('a line written without an id', 'English')
+    """
+    from anchorgpu.api.words import PAGE_COMMANDS, api_words
+
+    def named(words: str) -> str:
+        return words if fields is None else api_words(words, fields, PAGE_COMMANDS)
+
+    translated = said_words(line, text) if text.locale != "en" else None
+    return named(translated) if translated is not None else English(named(str(line)))
+
+
+def answer_lines(answer: dict[str, Any], shown: dict[str, Any], text: PageText, fields: frozenset[str]) -> dict[str, Any]:
+    """``shown`` (``answer`` as :func:`~anchorgpu.api.words.answer_words` wrote it for a page) with the lines the
+    planner said (:func:`~anchorgpu.errors.said`) in the page's language, each line on its own (:func:`page_line`):
+    ``assumptions``, ``checks``, ``warnings[].message`` and ``performance.assumptions``. ``answer`` is read for the
+    lines as said, since writing a line the page's way leaves a plain ``str``."""
+    out = dict(shown)
+    for key in ("assumptions", "checks"):
+        if isinstance(answer.get(key), list):
+            out[key] = [page_line(line, text, fields) for line in answer[key]]
+    if isinstance(answer.get("warnings"), list) and isinstance(shown.get("warnings"), list):
+        out["warnings"] = [{**words, "message": page_line(warning["message"], text, fields)}
+                           if isinstance(warning, dict) and isinstance(words, dict) and "message" in warning else words
+                           for warning, words in zip(answer["warnings"], shown["warnings"], strict=True)]
+    performance, performance_words = answer.get("performance"), shown.get("performance")
+    if isinstance(performance, dict) and isinstance(performance_words, dict) \
+            and isinstance(performance.get("assumptions"), list):
+        out["performance"] = {**performance_words,
+                              "assumptions": [page_line(line, text, fields) for line in performance["assumptions"]]}
+    return out

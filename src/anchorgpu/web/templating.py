@@ -386,8 +386,9 @@ def _status_titles() -> dict[int, str]:
 
 def render_error(request: Request, status: int, code: str, detail: str) -> HTMLResponse:
     """The error page of ``status``: its title and the sentence that introduces ``detail`` in the page's language.
-    ``detail`` is the one-line reason the API and CLI give too (English, like every domain message); a missing path
-    is explained in the page's language instead."""
+    ``detail`` is the one-line reason the API and CLI give too (English, like every domain message); a missing path,
+    and a reason :func:`~anchorgpu.errors.said` whose words the catalogue has (an unknown glossary entry), is explained in
+    the page's language instead."""
     from http import HTTPStatus
 
     from anchorgpu.web.i18n import page_text
@@ -406,5 +407,9 @@ def render_error(request: Request, status: int, code: str, detail: str) -> HTMLR
         localized_detail = text.gettext("There is no page at %(path)s.", path=request.url.path)
     elif code == "csrf_failed":
         localized_detail = text.gettext("The form's security token did not match this session; reload the page and try again.")
+    elif text.locale != "en":
+        from anchorgpu.web.refusals import said_words
+
+        localized_detail = said_words(detail, text)  # None (the English, marked) without an id or its words
     return render(request, "error.html", {"status": status, "title": title, "code": code, "detail": detail,
                                           "localized_detail": localized_detail}, status_code=status)

@@ -9,6 +9,7 @@ import math
 from functools import lru_cache
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.sglang import (
@@ -140,15 +141,18 @@ def serving_line(conc: int, prompt: int, output: int, sat: int, reservation: str
     """The serving assumption: a handful of request sizes and capacities recur across the plans of a sweep or a
     layout search (memoised on them, like the serving-engine line of the memory plan); ``reservation`` the
     engine's admission (``serving_plan.KvReservation``)."""
-    held = {"full": "prompt + output tokens each, reserved up front",
-            "ratio": _sglang_admission(output)}.get(reservation, "the average cached length")
+    held = (said("prompt + output tokens each, reserved up front") if reservation == "full" else
+            _sglang_admission(output) if reservation == "ratio" else  # SGLang's clause stays English (its page line too)
+            said("the average cached length"))
     ratio = prompt / output  # 4 or 0.5 as such, 200,000 not 2e+05
-    return (f"serving at {conc:,} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
-            f"batching and chunked prefill (each step carries prompt/output = "
-            f"{f'{ratio:,.0f}' if ratio >= 10 else f'{ratio:.2g}'} prefill tokens per "
-            f"output token); saturation at {sat:,} sequences (KV capacity at {held}, engine cap {cap:,})"
-            + (f"; the {conc - sat:,} request(s) beyond saturation wait in the engine's queue: the figures are those "
-               f"of the {sat:,} running, and the wait is not in TTFT" if 1 <= sat < conc else ""))
+    queue = said("; the {waiting:,} request(s) beyond saturation wait in the engine's queue: the figures are those of "
+                 "the {sat:,} running, and the wait is not in TTFT", waiting=conc - sat, sat=sat) \
+        if 1 <= sat < conc else ""
+    return said("serving at {conc:,} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with "
+                "continuous batching and chunked prefill (each step carries prompt/output = {ratio} prefill tokens "
+                "per output token); saturation at {sat:,} sequences (KV capacity at {held}, engine cap {cap:,})"
+                "{queue}", conc=conc, prompt=prompt, output=output,
+                ratio=f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.2g}", sat=sat, held=held, cap=cap, queue=queue)
 
 
 def _sglang_admission(output: int) -> str:
@@ -177,19 +181,20 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str, *, bl
         return hit[2]
     k = cal.stack(gpu)
     name = STACK_NAMES[stack_of(gpu)]
-    label = f"calibrated {name} constants" if cal.origin == "calibrated" else f"{name} constants with your efficiencies"
+    label = said("calibrated {name} constants", name=name) if cal.origin == "calibrated" else \
+        said("{name} constants with your efficiencies", name=name)
     host = host_kind(gpu)
-    line = (f"{label}: memory reads at {k.decode_mbu:.0%} of "
-            f"{gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at "
-            f"{cal.serve_precision_efficiency(gpu, precision, block_fp8=block_fp8):.0%} "
-            f"of the dense {precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
-            f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost; the engine's CPU "
-            f"{cal.host_s_per_sequence_step[host] * 1e6:.1f} us per running sequence a step "
-            f"({'a Grace superchip' if host == 'superchip' else 'an x86 host'}, stated), overlapped with "
-            "the GPU's step: the step is the longer of the two")
-    caveat = cal.caveats.get(stack_of(gpu))
-    if caveat:
-        line += f"; {caveat}"
+    caveat = cal.caveats.get(stack_of(gpu))  # calibration.json's English: a line with one stays English on a page
+    line = said("{label}: memory reads at {mbu:.0%} of {bandwidth_tb_s:.2f} TB/s, batched products at {share:.0%} of "
+                "the dense {precision} peak, {step_ms:.2f} ms per step + {layer_us:.0f} us per layer of fixed cost; the "
+                "engine's CPU {host_us:.1f} us per running sequence a step ({host}, stated), overlapped with the GPU's "
+                "step: the step is the longer of the two{caveat}", label=label, mbu=k.decode_mbu,
+                bandwidth_tb_s=gpu.memory_bandwidth_bytes_per_s / 1e12,
+                share=cal.serve_precision_efficiency(gpu, precision, block_fp8=block_fp8), precision=precision.upper(),
+                step_ms=k.per_step_s * 1e3, layer_us=k.per_layer_step_s * 1e6,
+                host_us=cal.host_s_per_sequence_step[host] * 1e6,
+                host=said("a Grace superchip") if host == "superchip" else said("an x86 host"),
+                caveat=f"; {caveat}" if caveat else "")
     if len(_CONSTANTS_LINES) >= 256:
         _CONSTANTS_LINES.clear()
     _CONSTANTS_LINES[key] = (gpu, cal, line)

@@ -1,0 +1,120 @@
+"""A plan's assumptions, checks and warnings in the page's language (stop 61, faces61; stop 60 left them English,
+marked ``lang="en"``): the planner writes the common lines with ``said`` (``anchorgpu.errors``), the English the CLI
+and the API print unchanged, and the page renders each through ``messages.po`` (``anchorgpu.web.refusals.page_line``);
+a line without Russian stays English, marked on its own item."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from fastapi.testclient import TestClient
+
+from anchorgpu.errors import Said
+
+# README's first journey: Llama 3.1 70B for 32 users at 8k context on one 8 x H100 server
+SERVE_70B = {"model": "llama-3.1-70b", "context": "8192", "concurrency": "32", "gpu": "h100", "gpus": "8"}
+# its chat journey: 1,000-token prompts, 200-token answers, 64 users on one H100
+CHAT_8B = {"model": "llama-3.1-8b", "gpu": "h100", "prompt": "1000", "output_tokens": "200", "concurrency": "64"}
+# its pre-training journey: 7B on 64 H200, ZeRO-1, 1T tokens
+TRAIN_7B = {"model": "llama-2-7b", "task": "train", "gpu": "h200", "gpus": "64", "zero": "1", "tokens": "1e12"}
+
+
+def _items(page: str, ident: str) -> list[tuple[bool, str]]:
+    """(marked English, text) of each item of the list ``ident`` on ``page``."""
+    block = re.search(rf'<ul[^>]*id="{ident}"[^>]*>(.*?)</ul>', page, re.S)
+    assert block, ident
+    return [('lang="en"' in attrs, " ".join(html.unescape(re.sub(r"<[^>]+>", "", inner)).split()))
+            for attrs, inner in re.findall(r"<li([^>]*)>(.*?)</li>", block.group(1), re.S)]
+
+
+def test_the_first_journeys_assumptions_checks_and_warning_are_russian(client: TestClient) -> None:
+    page = client.get("/plan", params={**SERVE_70B, "lang": "ru"}).text
+    assumed = _items(page, "assumptions")
+    assert all(not english for english, _ in assumed), assumed  # every line of this plan has its Russian
+    texts = [t for _, t in assumed]
+    assert "Веса хранятся в bf16 (по умолчанию для задачи inference)." in texts
+    assert "Раскладка не задана: инференс делится по TP между GPU одного сервера (TP 8, PP 1, DP 1)." in texts
+    # vLLM's defaults (vllm/engine/arg_utils.py: gpu_memory_utilization 0.9, block_size 16), the number as the page
+    # writes numbers
+    assert ("Движок инференса рассчитан как vLLM: max_num_batched_tokens 8192, max_num_seqs 1024, "
+            "gpu_memory_utilization 0,9, блок KV — 16 токенов.") in texts
+    checks = _items(page, "checks")
+    assert checks and all(not english for english, _ in checks), checks
+    assert any(t.startswith("Убедитесь, что ваш движок инференса или фреймворк обучения поддерживает тензорный "
+                            "параллелизм") for _, t in checks), checks
+    warnings = _items(page, "warnings")
+    assert warnings[0] == (False, "тензорный параллелизм на 8 GPU (Тензорный параллелизм) tp_requires_engine_support")
+    speed = _items(page, "speed-assumptions")
+    assert speed[0][0] is False and speed[0][1].startswith(
+        "инференс: 32 одновременных запроса по 1 024 токена промпта + 256 токенов вывода"), speed[0]
+    # calibration.json's caveats (their sources' English) have no Russian: each stays English, marked on its own
+    assert any(english and t.startswith("Time to first token:") for english, t in speed), speed
+
+
+def test_the_chat_and_training_journeys_say_their_lengths_and_overheads_the_russian_way(client: TestClient) -> None:
+    chat = [t for english, t in _items(client.get("/plan", params={**CHAT_8B, "lang": "ru"}).text, "assumptions")
+            if not english]
+    assert "Контекст не задан: каждая последовательность рассчитана на промпт + вывод = 1 000 + 200 = 1 200 токенов." \
+        in chat, chat
+    train = client.get("/plan", params={**TRAIN_7B, "lang": "ru"}).text
+    lines = dict((t, english) for english, t in _items(train, "assumptions"))
+    # the runtime overheads (data/overheads: CUDA context 512 MiB, cuBLAS workspace 64 MiB, NCCL 288 MiB, 5%)
+    overhead = next(t for t in lines if t.startswith("Накладные расходы среды выполнения"))
+    assert overhead == ("Накладные расходы среды выполнения: контекст 512,00 MiB, рабочая память библиотек 64,00 MiB, "
+                        "NCCL 288,00 MiB, фрагментация аллокатора 5% от тензоров."), overhead
+    assert lines[overhead] is False
+    assert any(t.startswith("Layout chosen:") and english for t, english in lines.items()), lines  # not yet said
+    warnings = _items(train, "warnings")
+    assert warnings[0][0] is False and warnings[0][1].startswith("чекпоинт занимает 87,86 GiB: проверьте его "
+                                                                   "восстановление"), warnings
+
+
+def test_the_english_lines_are_the_clis_and_the_apis_unchanged(client: TestClient) -> None:
+    """``said`` lines are the English they were: the API's JSON, the English page and their message ids agree."""
+    api = client.post("/v1/plan", json={**SERVE_70B, "context": 8192, "concurrency": 32, "gpus": 8}).json()
+    assert api["assumptions"][:2] == [
+        "Weights stored as bf16 (default for task inference).",
+        "Layout not given: inference shards by TP across the GPUs of one server (TP 8, PP 1, DP 1)."]
+    assert api["warnings"][0]["message"] == "tensor parallelism over 8 GPUs"
+    assert api["checks"][-1] == ("Confirm with a short run on the real engine and GPU: framework, kernel and allocator "
+                                 "versions move the measured peak by several percent.")
+    page = client.get("/plan", params=SERVE_70B).text
+    assert [t for _, t in _items(page, "assumptions")] == api["assumptions"]
+    assert [t for _, t in _items(page, "checks")] == api["checks"]
+    assert 'lang="en"' not in page[page.index('id="assumptions"'):page.index("</section>", page.index('id="checks"'))]
+
+
+def test_the_planner_writes_those_lines_with_their_message_ids() -> None:
+    from anchorgpu.architectures import load_model
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Layout, Workload, plan
+
+    result = plan(load_model("llama-3.1-8b"), Workload(task="inference", context_tokens=8192, concurrency=4),
+                  layout=Layout(gpus=2), gpu=get_gpu("h100"))
+    assert all(isinstance(line, Said) for line in result.assumptions), [
+        line for line in result.assumptions if not isinstance(line, Said)]
+    assert all(isinstance(line, Said) for line in result.checks)
+    assert all(isinstance(w.message, Said) for w in result.warnings)
+
+
+def test_a_line_with_an_english_clause_stays_english_whole(client: TestClient) -> None:
+    """SGLang's admission clause in the serving line is not said: the line is English, marked, not half Russian."""
+    page = client.get("/plan", params={**CHAT_8B, "engine": "sglang", "lang": "ru"}).text
+    speed = _items(page, "speed-assumptions")
+    serving = [item for item in speed if item[1].startswith("serving at ")]
+    assert serving and serving[0][0] is True, speed
+
+
+def test_the_recommend_page_says_its_assumptions_in_russian(client: TestClient) -> None:
+    page = client.get("/recommend", params={"model": "llama-3.1-8b", "context": "8192", "concurrency": "16",
+                                            "top": "3", "lang": "ru"}).text
+    assumed = dict((t, english) for english, t in _items(page, "assumptions"))
+    # the 1-GPU probe's lines (plan's) and recommend's own: the timed request (with users and a context, the request
+    # the speed figures time: 1,024 prompt + 256 output tokens, README "Cheapest offerings"), the prices, the cost
+    for start in ("Показан KV-кэш, нужный запрошенным последовательностям",
+                  "Скорость декодирования — при 1 152 токенах в кэше на последовательность (промпт 1 024 + половина из "
+                  "256 токенов вывода)", "Цены — прейскурантные, за срок 1month (720 ч)",
+                  "Цена миллиона выходных токенов"):
+        line = next((t for t in assumed if t.startswith(start)), None)
+        assert line is not None and assumed[line] is False, (start, assumed)
