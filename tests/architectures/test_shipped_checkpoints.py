@@ -134,7 +134,7 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
 def test_plan_on_b200_fits_with_its_nvfp4_weights_and_fp8_kv_cache(capsys: pytest.CaptureFixture[str]) -> None:
     doc = _json(capsys, "plan", HUB_ID, "--gpu", "b200", "--offline", "--json")
     assert doc["fits"] and doc["gpus"] == 4
-    assert doc["precision"] == {"weights": "nvfp4", "kv_cache": "fp8"}
+    assert doc["precision"] == {"weights": "nvfp4", "kv_cache": "fp8", "held_weights": "nvfp4"}
     assert doc["model"]["name"] == "deepseek-r1-0528-fp4"
     # the checkpoint's 396.7 GB of weights split 4 ways (TP 4)
     assert abs(doc["per_gpu"]["weights_bytes"] * 4 / 1e9 - 396.7) < 0.1

@@ -20,6 +20,7 @@ from typing import Any
 from anchorgpu.architectures.serialize import model_to_json as architectures_model_to_json
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.planner.plan import Plan
+from anchorgpu.planner.held_weights import held_weights
 
 __all__ = ["model_to_json", "plan_to_json"]
 
@@ -90,7 +91,9 @@ def plan_to_json(plan: Plan, *, model_json: Mapping[str, Any] | None = None) -> 
         "checkpoint_bytes": plan.checkpoint_bytes,
         "layout": layout,
         "workload": workload,
-        "precision": {"weights": plan.precision.weights, "kv_cache": plan.precision.kv_cache},
+        "precision": {"weights": plan.precision.weights, "kv_cache": plan.precision.kv_cache,
+                      "held_weights": held_weights(str(plan.precision.weights), task=plan.workload.task,
+                                                   train_precision=plan.workload.train_precision)},
         "assumptions": list(plan.assumptions),
         "checks": list(plan.checks),
         "suggestions": [dataclasses.asdict(s) for s in plan.suggestions],
