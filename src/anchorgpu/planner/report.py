@@ -19,8 +19,8 @@ from typing import Any
 
 from anchorgpu.architectures.serialize import model_to_json as architectures_model_to_json
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
-from anchorgpu.planner.plan import Plan
 from anchorgpu.planner.held_weights import held_weights
+from anchorgpu.planner.plan import Plan
 
 __all__ = ["model_to_json", "plan_to_json"]
 
