@@ -10,6 +10,10 @@
    below recomputes its figure from the command README names (or calibration.json), so a refit that moves one fails
    here until README follows. The DeepSeek-V3 attention-DP engine's 12,704 tok/s still holds (JSON's 12,703.5; the
    table prints the unrounded 12,703.4), checked as a guard.
+2. ``--pipeline-layout 'Et*99999999999|t|t|tL'`` (API ``pipeline_layout``) wrote the repeat out before checking it:
+   MemoryError, a traceback on the CLI and a 500 on the API (and seconds of CPU and gigabytes for counts just below
+   that). The repeats are now counted before they are written and refused past the most symbols any layout of the
+   model has.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ import re
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from cli_runner import run, run_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,3 +124,33 @@ def test_readme_recipe_section_is_the_journeys_plan(capsys: pytest.CaptureFixtur
     code, _, err = run(capsys, *base, "--gpus", "1", "--recipe", "vllm")
     assert code == 2
     assert err.strip().removeprefix("error: ") in README_FLAT
+
+
+# 2. a pipeline layout's repeat counts
+
+
+@pytest.mark.parametrize("text", ["Et*99999999999|t|t|tL", "(Et*8|t*8|t*8|t*8L)*99999999999",
+                                  "(t*0|)*99999999|Et*8|t*8|t*8|t*8L", "Et*8|t*8|t*8|t*8|" * 3 + "|*99999999999L"])
+def test_a_huge_repeat_is_refused_before_it_is_written_out(capsys: pytest.CaptureFixture[str], client: TestClient,
+                                                           text: str) -> None:
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--pp",
+                         "4", "--pipeline-layout", text)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err[-400:]
+    assert "its repeats write out" in err and "more than any layout of the model has" in err
+    r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "pp": 4,
+                                      "pipeline_layout": text})
+    assert r.status_code == 422, r.text[:300]
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert "its repeats write out" in r.json()["detail"]
+
+
+def test_the_bound_is_the_models_layers_and_the_most_chunk_ends() -> None:
+    """32 layers over pp 4: 32 t, E, L and a '|' between at most 4 x 1,024 chunks (the most virtual stages any face
+    accepts) = 4,129 symbols: a layout of exactly that many parses, one more is refused before it is written out."""
+    with pytest.raises(InvalidWorkload, match=r"write out 4,130 symbols, more than any layout of the model has "
+                                              r"\(4,129 at most"):
+        parse_pipeline_layout("Et*32" + "|*4096L", pp=4, virtual_stages=None, num_layers=32, model_name="m")
+    widest = parse_pipeline_layout("Et*32" + "|*4095L", pp=4, virtual_stages=None, num_layers=32, model_name="m")
+    assert (widest.virtual_stages, widest.chunk_layers[0], sum(widest.chunk_layers)) == (1024, 32, 32)
+    even = parse_pipeline_layout("Et*4|" + "t*4|" * 6 + "t*4L", pp=4, virtual_stages=2, num_layers=32, model_name="m")
+    assert even.chunk_layers == (4,) * 8
