@@ -14,6 +14,8 @@
    MemoryError, a traceback on the CLI and a 500 on the API (and seconds of CPU and gigabytes for counts just below
    that). The repeats are now counted before they are written and refused past the most symbols any layout of the
    model has.
+3. The queue line wrote a wait past 1,000 s in exponent form ("each waits about 2.11e+04 s" for DeepSeek-R1's
+   1,000,000 users on 32 H100): past a minute it now writes the unit the CLI writes a run in, the seconds beside it.
 """
 
 from __future__ import annotations
@@ -154,3 +156,16 @@ def test_the_bound_is_the_models_layers_and_the_most_chunk_ends() -> None:
     assert (widest.virtual_stages, widest.chunk_layers[0], sum(widest.chunk_layers)) == (1024, 32, 32)
     even = parse_pipeline_layout("Et*4|" + "t*4|" * 6 + "t*4L", pp=4, virtual_stages=2, num_layers=32, model_name="m")
     assert even.chunk_layers == (4,) * 8
+
+
+# 3. the queue line's times
+
+
+def test_a_long_queue_wait_is_written_in_hours_not_exponent_form(capsys: pytest.CaptureFixture[str]) -> None:
+    perf = run_json(capsys, "plan", "deepseek-r1", "--gpu", "h100", "--gpus", "32", "--tp", "8", "--pp", "4",
+                    "--concurrency", "1000000")["performance"]
+    (line,) = [a for a in perf["assumptions"] if a.startswith("Requests queue:")]
+    assert "e+" not in line, line
+    hours, seconds = re.search(r"each waits about ([0-9.]+) h \(([0-9,]+) s\)", line).groups()  # type: ignore[union-attr]
+    wait = 1_000_000 * 256 / perf["output_tokens_per_s"] - perf["ttft_s"] - 255 * perf["tpot_s"]  # Little's law
+    assert float(seconds.replace(",", "")) == pytest.approx(wait, abs=1) and float(hours) == round(wait / 3600, 1)
