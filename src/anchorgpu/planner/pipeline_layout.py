@@ -133,8 +133,8 @@ def parse_pipeline_layout(text: str, *, pp: int, virtual_stages: int | None, num
     # the most symbols a layout can have: each layer once, E and L, and a '|' between chunks, of which there are
     # pp x virtual stages, the virtual stages at most as many as any face accepts (validation.LIMITS; a count that
     # does not match the stated virtual stages keeps its own refusal below)
-    chunks = pp * int(LIMITS["virtual_stages"].high)
-    flat = _expand(text.replace(",", ""), num_layers + 2 + chunks - 1)
+    most_chunks = pp * int(LIMITS["virtual_stages"].high)
+    flat = _expand(text.replace(",", ""), num_layers + 2 + most_chunks - 1)
     for char in flat:
         if char not in "EtLm|":
             raise InvalidWorkload(said("--pipeline-layout {text!r}: unknown symbol {char!r} (known: {_SYMBOLS})",
