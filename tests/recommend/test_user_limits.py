@@ -65,8 +65,9 @@ def test_a_limit_drops_the_options_that_miss_it_and_keeps_the_rest_in_order(unli
 def test_an_option_too_slow_for_each_user_keeps_a_wider_layout_that_is_not() -> None:
     """The limits are applied over the whole grid before each option keeps its fastest configuration, so an offering
     whose fastest layout serves each user too slowly keeps another that meets the floor: on 8 H100 SXM over the
-    ladder, llama-3.1-70b's most tokens/s in all is TP 2 x PP 4 at 989 users (6.3 tok/s each); at 40 tok/s a user it
-    is TP 8 (shipped catalog and calibration, 2026-12)."""
+    ladder, llama-3.1-70b's most tokens/s in all is TP 4 x DP 2 at 668 users (8.0 tok/s each at stop 61; TP 2 x PP 4 at
+    989 users, 6.3 tok/s, when this was written); at 40 tok/s a user it is TP 8 (shipped catalog and calibration,
+    2026-12)."""
     offerings = [o for o in CATALOG.offerings if o.id.startswith("h100-sxm-8x")]
     ladder = SweepSpec(workload=Workload(task="inference"))
     fastest = recommend(LLAMA_70B, ladder, CATALOG, "1month", NOW, top=8, offerings=offerings)

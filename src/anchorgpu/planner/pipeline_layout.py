@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from anchorgpu.errors import InvalidWorkload, said
+from anchorgpu.validation import LIMITS
 
 __all__ = ["PipelineLayout", "busiest_rank_layers", "parse_pipeline_layout", "uneven_pipeline_layout"]
 
@@ -71,8 +72,17 @@ def busiest_rank_layers(layout: PipelineLayout | None) -> int | None:
     return None if layout is None else layout.busiest_rank_layers
 
 
-def _expand(text: str) -> str:
-    """The layout with its repeats written out, refusing what Megatron's two substitutions would leave unexpanded."""
+def _substituted_length(pattern: re.Pattern[str], text: str, unit: int) -> int:
+    """The length ``text`` has once each match of ``pattern`` (a part and its ``*N``) is written out ``N`` times,
+    counted without writing it: ``unit`` 1 counts a matched part as its text, 0 as one symbol (``x*N``)."""
+    return len(text) + sum((len(m.group(1)) if unit else 1) * int(m.group(2)) - len(m.group(0))
+                           for m in pattern.finditer(text))
+
+
+def _expand(text: str, max_symbols: int) -> str:
+    """The layout with its repeats written out, refusing what Megatron's two substitutions would leave unexpanded,
+    and a repeat count that would write out more than ``max_symbols`` symbols, which no layout of the model holds
+    (counted before writing it: ``t*99999999999`` ran the process out of memory, a 500 on the API, stop61_qa27)."""
     depth = 0
     for char in text:
         depth += (char == "(") - (char == ")")
@@ -85,15 +95,26 @@ def _expand(text: str) -> str:
     if depth:
         raise InvalidWorkload(said("--pipeline-layout {text!r}: a '(' is never closed (unbalanced parentheses)",
                                    text=text))
+    _within(text, _substituted_length(_GROUP, text, 1), 4 * max_symbols, max_symbols)
     flat = _GROUP.sub(lambda m: m.group(1) * int(m.group(2)), text)
     if "(" in flat:
         raise InvalidWorkload(said("--pipeline-layout {text!r}: a group in parentheses needs a repeat count, "
                                    "(...)*N, and something inside it", text=text))
+    _within(text, _substituted_length(_REPEAT, flat, 0), max_symbols, max_symbols)
     flat = _REPEAT.sub(lambda m: m.group(1) * int(m.group(2)), flat)
     if "*" in flat:
         raise InvalidWorkload(said("--pipeline-layout {text!r}: '*' needs a symbol before it and a count after it",
                                    text=text))
     return flat
+
+
+def _within(text: str, length: int, bound: int, max_symbols: int) -> None:
+    """Refuse a layout whose repeats write out more than ``bound`` characters (``max_symbols`` in the line)."""
+    if length > bound:
+        raise InvalidWorkload(said("--pipeline-layout {text!r}: its repeats write out {length} symbols, more than "
+                                   "any layout of the model has ({max_symbols} at most: its layers, E, L and a '|' "
+                                   "between chunks)", text=text if len(text) <= 60 else text[:57] + "...",
+                                   length=f"{length:,}", max_symbols=f"{max_symbols:,}"))
 
 
 def parse_pipeline_layout(text: str, *, pp: int, virtual_stages: int | None, num_layers: int,
@@ -109,7 +130,11 @@ def parse_pipeline_layout(text: str, *, pp: int, virtual_stages: int | None, num
     ...
     anchorgpu.errors.InvalidWorkload: --pipeline-layout 'Et|ttL': 3 transformer layers (t), not the 4 layers of toy
     """
-    flat = _expand(text.replace(",", ""))
+    # the most symbols a layout can have: each layer once, E and L, and a '|' between chunks, of which there are
+    # pp x virtual stages, the virtual stages at most as many as any face accepts (validation.LIMITS; a count that
+    # does not match the stated virtual stages keeps its own refusal below)
+    most_chunks = pp * int(LIMITS["virtual_stages"].high)
+    flat = _expand(text.replace(",", ""), num_layers + 2 + most_chunks - 1)
     for char in flat:
         if char not in "EtLm|":
             raise InvalidWorkload(said("--pipeline-layout {text!r}: unknown symbol {char!r} (known: {_SYMBOLS})",

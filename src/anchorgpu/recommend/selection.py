@@ -180,7 +180,7 @@ def _by_chooser_rule(result: SweepResult, usable: np.ndarray, found: Groups, mar
     :func:`~anchorgpu.planner.speed.ranking.speed_rank`, then in the chooser's candidate order), another replaces
     it only where predicted faster by more than ``margin``, or simpler and faster at all, and within the launch's reach
     (:func:`~anchorgpu.planner.speed.chooser_margin.in_reach`), among the configurations the chooser tries. Mixtral 8x7B on 2 x 8 B200: ZeRO-1 at micro-batch 4
-    (247,542 tok/s), as ``plan`` keeps it, not ZeRO-2 at 8 predicted 1.5% faster. Every split of the group is weighed,
+    (247,633 tok/s), as ``plan`` keeps it, not ZeRO-2 at 8 predicted 1.4% faster. Every split of the group is weighed,
     as the chooser weighs every split whose climb could beat the first
     (:func:`~anchorgpu.planner.speed.chooser_climb.climbers`).
 

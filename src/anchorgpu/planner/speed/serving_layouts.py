@@ -47,7 +47,7 @@ def _serving_layouts(model: ModelSpec, gpus: int, engine: str = "vllm") -> Itera
     Then, for a mixture of experts, each replica's TP group with the routed experts split whole over it instead of
     sliced (EP inside TP, :func:`ep_inside_tp_sizes`: ``--tp 8 --ep 8``), the attention still TP. Last, each
     replica's narrower TP splits with more pipeline stages (TP 2 x PP 4 of an 8-GPU replica), which recommend's sweep
-    times too: Llama 3.1 70B for 989 users on 8 H100 is predicted 1.47x faster as TP 2 x PP 4 than as TP 8 (on
+    times too: Llama 3.1 70B for 800 users on 8 H100 is predicted 1.49x faster as TP 2 x PP 4 than as TP 8 (on
     NVLink/xGMI servers the chooser ranks stages only where TP alone holds nothing:
     :mod:`~anchorgpu.planner.speed.serving_stages`)."""
     # GPUs one replica spans: powers of two, then the other divisors of a count such as 3, 6 or 24 (a replica of 3

@@ -9,6 +9,7 @@ from anchorgpu.planner.speed.assumption_lines import pp_host_passes_line
 from anchorgpu.planner.speed.caveats import REQUEST_QUEUE_CAVEAT_LABEL
 from anchorgpu.planner.speed.links import host_kind
 from anchorgpu.planner.speed.request_cycle import admission_wait_s
+from anchorgpu.units import fmt_duration
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -29,11 +30,22 @@ def pp_host_line(plan: Plan, setup: ServingSetup, est: ServingEstimate, cal: Cal
     return pp_host_passes_line(setup.pp, per_sequence_s, est.bound == "host", at_saturation)
 
 
+def _seconds(value: float) -> str:
+    """A time of the queue line: three figures of seconds under a minute (``7.56 s``), past it in the unit the CLI
+    writes a run in with the seconds beside it (``5.9 h (21,100 s)``), where ``{:,.3g}`` wrote ``2.11e+04 s``.
+
+    >>> _seconds(7.5612), _seconds(21_100.4), _seconds(59.99)
+    ('7.56 s', '5.9 h (21,100 s)', '60 s')
+    """
+    return f"{value:,.3g} s" if value < 60 else f"{fmt_duration(value)} ({value:,.0f} s)"
+
+
 def admission_line(conc: int, sat: int, output: int, est: ServingEstimate) -> str:
     """The wait of the users beyond the engine's saturation for their admission (:func:`admission_wait_s`)."""
     wait = admission_wait_s(conc, output, est.output_tokens_per_s, est.ttft_s, est.tpot_s)
     return (f"{REQUEST_QUEUE_CAVEAT_LABEL}: the engine runs {sat:,} of the {conc:,} requests at once, so each waits "
-            f"about {wait:,.3g} s in its queue before admission (Little's law: {conc:,} users x {output:,} tokens at "
-            f"{est.output_tokens_per_s:,.0f} tok/s take {conc * output / est.output_tokens_per_s:,.3g} s a request, "
-            f"{est.ttft_s + (output - 1) * est.tpot_s:,.3g} s of it running); a user's first token comes about "
-            f"{wait + est.ttft_s:,.3g} s after the request, where the time to first token above counts from admission")
+            f"about {_seconds(wait)} in its queue before admission (Little's law: {conc:,} users x {output:,} tokens "
+            f"at {est.output_tokens_per_s:,.0f} tok/s take {_seconds(conc * output / est.output_tokens_per_s)} a "
+            f"request, {_seconds(est.ttft_s + (output - 1) * est.tpot_s)} of it running); a user's first token comes "
+            f"about {_seconds(wait + est.ttft_s)} after the request, where the time to first token above counts from "
+            "admission")
