@@ -215,7 +215,7 @@ def _limit_rungs(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
     firsts, inverse = _alike_searches(lay.dp, groups[1], saturation)
     figures = _user_figures(model, shapes, spec, lay, weights, kvs, context_tokens, prompt, output, media, cross,
                             ttft=limits.max_ttft_s is not None, layouts=firsts, tick_groups=groups, made=made)
-    seqs = limit_sequences(lambda c, asked: limits.met(*figures(c, asked)), lay.dp[firsts], saturation[:, firsts])
+    seqs = limit_sequences(lambda c, asked: limits.gauge(*figures(c, asked)), lay.dp[firsts], saturation[:, firsts])
     return np.minimum(rung_of(lay.dp, seqs[:, inverse]), np.maximum(saturation, 2))
 
 
