@@ -1,6 +1,6 @@
-"""The per-user limit search (planner.sweep_floor.limit_sequences, sweep_serving._limit_rungs): layouts it finds alike
-are searched once, held to the search over every layout; the search interpolates on the figures (stop 61), held to
-the exhaustive answer where they fall steadily and to a valid transition where they do not."""
+"""The per-user limit search (planner.sweep_floor.limit_sequences, sweep_serving_limits.layout_limit_rungs): layouts it
+finds alike are searched once, held to the search over every layout; the search interpolates on the figures (stop 61),
+held to the exhaustive answer where they fall steadily and to a valid transition where they do not."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import anchorgpu.planner.sweep_serving as sweep_serving
+import anchorgpu.planner.sweep_serving_limits as sweep_serving_limits
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Workload
@@ -104,14 +105,14 @@ def test_layouts_searched_once_a_set_get_every_layouts_own_rung(limits: UserLimi
     """The sweep's limit rungs of every layout of a 70B catalog sweep (3 weight formats x 2 KV dtypes), searched once
     a set of alike layouts (_alike_searches), are those the search over every layout gives: the same arrays."""
     seen: list[tuple[tuple[object, ...], np.ndarray]] = []
-    searched = sweep_serving._limit_rungs
+    searched = sweep_serving.layout_limit_rungs
 
     def keep(*args: object, **kwargs: object) -> np.ndarray:
         rungs = searched(*args, **kwargs)  # type: ignore[arg-type]
         seen.append((args, rungs))
         return rungs
 
-    monkeypatch.setattr(sweep_serving, "_limit_rungs", keep)
+    monkeypatch.setattr(sweep_serving, "layout_limit_rungs", keep)
     model = load_model("llama-3.1-70b")
     shapes = shapes_from_catalog(load_catalog().offerings, max_servers=2)
     spec = SweepSpec(workload=Workload(task="inference", context_tokens=8192), weights=("bf16", "fp8", "int4-awq"),
@@ -120,11 +121,11 @@ def test_layouts_searched_once_a_set_get_every_layouts_own_rung(limits: UserLimi
     sweep(model, shapes, spec)
     (args, rungs), = seen
     (model_, shapes_, spec_, lay, weights, kvs, context, prompt, output, media, cross, limits_, saturation) = args
-    figures = sweep_serving._user_figures(model_, shapes_, spec_, lay, weights, kvs, context, prompt, output,  # type: ignore[arg-type]
+    figures = sweep_serving_limits.user_figures(model_, shapes_, spec_, lay, weights, kvs, context, prompt, output,  # type: ignore[arg-type]
                                           media, cross, ttft=limits.max_ttft_s is not None)  # type: ignore[arg-type]
     every = limit_rungs(lambda c, asked: limits_.gauge(*figures(c, asked)), lay.dp, saturation)  # type: ignore[attr-defined]
     assert np.array_equal(rungs, every)
-    firsts, _ = sweep_serving._alike_searches(lay.dp, sweep_serving._tick_groups(lay)[1], saturation)  # type: ignore[attr-defined]
+    firsts, _ = sweep_serving_limits.alike_searches(lay.dp, sweep_serving_limits._tick_groups(lay)[1], saturation)  # type: ignore[attr-defined]
     assert firsts.size < len(lay)  # layouts that differ only in DP share a search
 
 
@@ -140,6 +141,6 @@ def test_alike_sets_are_numpys_unique_columns(seed: int) -> None:
     saturation = rng.integers(1, 3 + 40 * seed, (1 + seed % 3, size))
     keys = np.vstack((group, dp == 1, np.maximum(saturation // dp, 1)))
     _, firsts, inverse = np.unique(keys, axis=1, return_index=True, return_inverse=True)
-    got_firsts, got_inverse = sweep_serving._alike_searches(dp, group, saturation)  # type: ignore[attr-defined]
+    got_firsts, got_inverse = sweep_serving_limits.alike_searches(dp, group, saturation)  # type: ignore[attr-defined]
     assert got_firsts.tolist() == firsts.tolist()
     assert got_inverse.tolist() == inverse.ravel().tolist()
