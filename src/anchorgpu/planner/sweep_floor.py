@@ -92,8 +92,8 @@ catalog, median CPU of the search, halving 12.5 ms, 4 ways 10.1 ms, 8 ways 19.4 
 
 INTERPOLATED_ROUNDS = 3
 """Rounds after the ends that ask only the interpolated pair: on run.py's two limit calls (``recommend llama-3.1-70b
---lower-precision`` under 33.3 tok/s a user; 20 tok/s and a 2 s first token), 1,602 searches each, all but 2 and 3 are
-settled within 3 (``benchmarks/hardening/stop61_recmono.md``)."""
+--lower-precision`` under 33.3 tok/s a user; 20 tok/s and a 2 s first token), 1,602 searches each, all but 2 and 3
+are settled by the second, and the third settles those (``benchmarks/hardening/stop61_recmono.md``)."""
 
 
 def rung_of(dp: IntArray, per_replica: IntArray) -> IntArray:
@@ -138,8 +138,9 @@ def limit_sequences(gauge: Gauge, dp: IntArray, saturation: IntArray, ways: int 
     ``T`` its saturation's count (``saturation // dp``, at least 1) where that meets them; where even one sequence a
     replica misses them, 1 (the sweep marks it too slow, as any rung). Where the figures fall steadily (meets up to
     some count, misses past it) that is the largest count that meets them; where they do not, it is one such
-    transition, not necessarily the first: every answer is asked, never inferred (a count that meets them with one
-    more missing them), whichever transition the interpolation lands on.
+    transition, not necessarily the first, and may be another than the 4-way cuts' before stop 61 found (nor was
+    theirs always the first): both ends of it are asked, never inferred, whichever transition the interpolation
+    lands on.
 
     The search keeps each layout's bracket (``lo`` meets, ``hi`` misses) and the ``gauge``'s second answer at its
     ends (:meth:`UserLimits.slack`, about linear in the sequences within a regime): the ends (1 and the saturation's
