@@ -173,8 +173,6 @@ class Ticks:
                 self.mixed_read = np.where(np.array([name == "fp8" for name in kv.kv_caches])[:, None, None], 1.0,
                                            self.mixed_read)
             self.mixed_l2 = np.array([mixed_step_l2_kv_bytes(model, gpus[g], tp=t, pp=p) for g, t, p in pairs])
-            # the layouts it applies to (some KV dtype's factor is not 1.0), ``(L,)``: the tick rereads only there
-            self.mixed_on = np.any(self.mixed_read != 1.0, axis=tuple(range(self.mixed_read.ndim - 1)))
         self.tp, self.pp = lay.tp, lay.pp
         self.split = (lay.tp * lay.pp).astype(np.float64)
         self.p_matmul = 2.0 * forward_matmul_params(model)
@@ -319,8 +317,11 @@ class Ticks:
         weights_s = _soft_roofline(big, np.minimum(memory_s, compute_s, out=compute_s), self.knee, self.inv_knee)
         weights_s += self.fixed
         attention_s = decode * self.kv_read
-        if self.mixed_read is not None and np.any(prefill):  # reread beside a chunk past the L2 (_tick's)
-            self._reread(attention_s, prefill)
+        if self.mixed_read is not None and np.any(prefill):  # reread beside a chunk past the L2 (_tick's): multiplied
+            reread = np.greater(attention_s, self.mixed_l2)  # only there, no factor of 1.0 formed for the rest
+            if np.ndim(prefill):  # (a scalar one is above 0)
+                reread &= np.greater(prefill, 0.0)
+            np.multiply(attention_s, self.mixed_read, out=attention_s, where=reread)
         attention_s /= self.kv_rate
         if self.prompt_apart:  # the larger of the KV read and the decodes' arithmetic, then the prompt's
             np.maximum(attention_s, decode * self.attn_dec / self.split / self.attention_rate, out=attention_s)
@@ -339,24 +340,6 @@ class Ticks:
         comm += tokens * self.per_token_ew
         attention_s += comm
         return np.add(weights_s, attention_s)
-
-    def _reread(self, attention_s: FloatArray, prefill: FloatArray | float) -> None:
-        """``attention_s`` (the decodes' KV bytes, written over) times the reread factor where a tick holds a prompt
-        chunk and they outgrow the L2 (speed.serving._tick's mixed_kv_factor), formed only at the pairs it applies to
-        (``mixed_on``; their span in place where they are one): elsewhere the factor is 1.0, kept bit for bit."""
-        assert self.mixed_read is not None
-        where = np.flatnonzero(self.mixed_on)
-        if where.size == 0:
-            return
-        span = slice(int(where[0]), int(where[-1]) + 1)
-        at = span if where.size == span.stop - span.start else where
-        # each term along the pairs taken at them; one of length 1 there (a scalar prefill) as it is
-        pre, l2, read = (value if np.ndim(value) == 0 or np.shape(value)[-1] == 1 else value[..., at]
-                         for value in (prefill, self.mixed_l2, self.mixed_read))
-        part = attention_s[..., at]  # a view where ``at`` is a span, else a copy put back
-        part *= np.where(np.greater(pre, 0.0) & (part > l2), read, 1.0)
-        if at is where:
-            attention_s[..., at] = part
 
     def groups(self, decode: FloatArray) -> FloatArray:
         """Micro-batches a step's ``decode`` sequences are split into: up to ``pp``, one per stage each tick."""
