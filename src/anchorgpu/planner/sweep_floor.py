@@ -91,9 +91,9 @@ ways measured best then: on ``recommend llama-3.1-70b --lower-precision --min-to
 catalog, median CPU of the search, halving 12.5 ms, 4 ways 10.1 ms, 8 ways 19.4 ms)."""
 
 INTERPOLATED_ROUNDS = 3
-"""Rounds after the ends that ask only the interpolated pair: on run.py's two limit calls (``recommend llama-3.1-70b
---lower-precision`` under 33.3 tok/s a user; 20 tok/s and a 2 s first token), 1,602 searches each, all but 2 and 3
-are settled by the second, and the third settles those (``benchmarks/hardening/stop61_recmono.md``)."""
+"""Rounds after the ends that ask only the interpolated counts: on run.py's two limit calls (``recommend llama-3.1-70b
+--lower-precision`` under 33.3 tok/s a user; 20 tok/s and a 2 s first token), 1,602 searches each, the second settles
+every search (``benchmarks/hardening/stop61_recmono.md``); the third is for figures with a kink or a jump."""
 
 
 def rung_of(dp: IntArray, per_replica: IntArray) -> IntArray:
@@ -144,9 +144,9 @@ def limit_sequences(gauge: Gauge, dp: IntArray, saturation: IntArray, ways: int 
 
     The search keeps each layout's bracket (``lo`` meets, ``hi`` misses) and the ``gauge``'s second answer at its
     ends (:meth:`UserLimits.slack`, about linear in the sequences within a regime): the ends (1 and the saturation's
-    count) first, then each round the pair (``g``, ``g + 1``) around where a line crosses 0: in the first round the
-    line through the ends, then through the two nearest asked counts on one side of the bracket (the side whose two
-    are closer together: the local slope). A bracket still open after :data:`INTERPOLATED_ROUNDS` such rounds is also
+    count) first, then each round the counts around where a line crosses 0 (``g`` rounded down): in the first round
+    ``g`` and ``g + 1`` on the line through the ends, then ``g - 1`` to ``g + 1`` on the line through the two nearest
+    asked counts on one side of the bracket (the side whose two are closer together: the local slope). A bracket still open after :data:`INTERPOLATED_ROUNDS` such rounds is also
     cut into ``ways`` parts a round, so every search ends within a few rounds more, however the figures run. Each
     round asks ``gauge`` only at the brackets still open (its mask, :data:`Gauge`). Each layout's search reads only
     its own column (its ``saturation // dp`` and ``gauge`` at its concurrencies), so two layouts that ``gauge`` times
@@ -160,8 +160,12 @@ def limit_sequences(gauge: Gauge, dp: IntArray, saturation: IntArray, ways: int 
     rounds = 0
     while (open_ := ends.hi - ends.lo > 1).any():
         rounds += 1
-        guess = ends.crossing() if rounds == 1 else ends.local_crossing()
-        asked = np.stack((guess, guess + 1))
+        if rounds == 1:
+            guess = ends.crossing()
+            asked = np.stack((guess, guess + 1))
+        else:  # and the count below: the crossing, a hair past the transition, can round one up (stop61_recmono.md)
+            guess = ends.local_crossing()
+            asked = np.stack((guess - 1, guess, guess + 1))
         if rounds > INTERPOLATED_ROUNDS:
             asked = np.concatenate((asked, _cuts(ends.lo, ends.hi, parts, ways)))
             asked.sort(axis=0)
