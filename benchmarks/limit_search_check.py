@@ -10,7 +10,7 @@ a test). Each line hashes every result column of one sweep (or one call's JSON),
 The sweeps: 8 models (dense, MoE, MLA, sliding-window) x vLLM / TensorRT-LLM / SGLang x 5 limits (33.3 tok/s a user;
 20 tok/s and a 2 s first token; a 0.5 s first token alone; 5 tok/s; 60 tok/s and 1 s) over the catalog's 1- and
 2-server shapes at 3 weight formats x 2 KV dtypes, and the 5 limits again with one-token outputs (a request's step is
-its first token's) on two models.
+its first token's) on two models. TensorRT-LLM is swept over the NVIDIA shapes only (it refuses the others).
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def main() -> None:
                          weights=("bf16", "fp8", "int4-awq"), kv_caches=("bf16", "fp8"), output_tokens=output,
                          min_tokens_per_s_per_user=floor, max_ttft_s=ttft)
         try:
-            result = sweep(load_model(name), shapes, spec)
+            on = shapes if engine != "trtllm" else tuple(s for s in shapes if s.gpu.vendor == "NVIDIA")  # NVIDIA only
+            result = sweep(load_model(name), on, spec)
         except (ValueError, SystemExit) as exc:  # a combination the planner refuses: its reason, hashed
             print(name, engine, floor, ttft, output, "refused", hashlib.sha256(str(exc).encode()).hexdigest()[:16])
             continue
