@@ -145,12 +145,13 @@ def limit_sequences(gauge: Gauge, dp: IntArray, saturation: IntArray, ways: int 
     The search keeps each layout's bracket (``lo`` meets, ``hi`` misses) and the ``gauge``'s second answer at its
     ends (:meth:`UserLimits.slack`, about linear in the sequences within a regime): the ends (1 and the saturation's
     count) first, then each round the counts around where a line crosses 0 (``g`` rounded down): in the first round
-    ``g`` and ``g + 1`` on the line through the ends, then ``g - 1`` to ``g + 1`` on the line through the two nearest
-    asked counts on one side of the bracket (the side whose two are closer together: the local slope). A bracket still open after :data:`INTERPOLATED_ROUNDS` such rounds is also
-    cut into ``ways`` parts a round, so every search ends within a few rounds more, however the figures run. Each
-    round asks ``gauge`` only at the brackets still open (its mask, :data:`Gauge`). Each layout's search reads only
-    its own column (its ``saturation // dp`` and ``gauge`` at its concurrencies), so two layouts that ``gauge`` times
-    alike, with the same ``saturation // dp``, find the same count."""
+    ``g`` and ``g + 1`` on the line through the ends, then ``g - 1`` to ``g + 1`` on the line through the two
+    nearest asked counts on one side of the bracket (the side whose two are closer together: the local slope). A
+    bracket still open after :data:`INTERPOLATED_ROUNDS` such rounds is also cut into ``ways`` parts a round, so
+    every search ends within a few rounds more, however the figures run. Each round asks ``gauge`` only at the
+    brackets still open (its mask, :data:`Gauge`). Each layout's search reads only its own column (its
+    ``saturation // dp`` and ``gauge`` at its concurrencies), so two layouts that ``gauge`` times alike, with the
+    same ``saturation // dp``, find the same count."""
     top = np.maximum(saturation // dp, 1)  # sequences a replica at saturation
     met, slack = gauge(rung_of(dp, np.stack((np.ones_like(top), top))), None)
     lo = np.where(met[1], top, 1)
@@ -163,7 +164,7 @@ def limit_sequences(gauge: Gauge, dp: IntArray, saturation: IntArray, ways: int 
         if rounds == 1:
             guess = ends.crossing()
             asked = np.stack((guess, guess + 1))
-        else:  # and the count below: the crossing, a hair past the transition, can round one up (stop61_recmono.md)
+        else:  # and the count below: a crossing a hair past the transition puts g on the first miss (stop61_recmono.md)
             guess = ends.local_crossing()
             asked = np.stack((guess - 1, guess, guess + 1))
         if rounds > INTERPOLATED_ROUNDS:
@@ -242,7 +243,8 @@ def _crossing(x0: IntArray, s0: FloatArray, x1: IntArray, s1: FloatArray, otherw
         x = x0 + s0 * (x1 - x0) / (s0 - s1)
     ok = np.isfinite(x) & (x0 != x1)
     # far outside any bracket is as good as its edge: clipped before the cast (no overflow)
-    crossing: IntArray = np.where(ok, np.floor(np.clip(np.where(ok, x, 0.0), -1.0, 2.0**53)), otherwise).astype(np.int64)
+    at = np.floor(np.clip(np.where(ok, x, 0.0), -1.0, 2.0**53))
+    crossing: IntArray = np.where(ok, at, otherwise).astype(np.int64)
     return crossing
 
 
