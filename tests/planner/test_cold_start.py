@@ -61,7 +61,8 @@ def test_a_training_recommend_loads_no_serving_sweep_module() -> None:
                                "assert main(['recommend', 'llama-3.1-70b', '--task', 'train', '--json']) == 0")
     serving = {"anchorgpu.planner.sweep_serving", "anchorgpu.planner.sweep_ladder", "anchorgpu.planner.sweep_sglang",
                "anchorgpu.planner.sweep_attention_dp", "anchorgpu.planner.sweep_serving_memory",
-               "anchorgpu.planner.sweep_serving_ticks", "anchorgpu.planner.sweep_serving_lookups"}
+               "anchorgpu.planner.sweep_serving_ticks", "anchorgpu.planner.sweep_serving_lookups",
+               "anchorgpu.planner.sweep_serving_limits", "anchorgpu.planner.sweep_serving_pairs"}
     assert "anchorgpu.planner.sweep_training" in loaded
     assert sorted(loaded & serving) == []
 

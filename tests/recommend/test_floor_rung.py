@@ -144,7 +144,7 @@ def test_every_layouts_floor_rung_in_the_sweep() -> None:
     """Over every plain layout and precision of a sweep (3 weight formats x 2 KV dtypes): the floor rung's per-user
     speed, as the sweep's grid gives it, meets the floor, or the rung is one sequence a replica (none does); one more
     sequence a replica, timed as the sweep times it, is too slow or past the layout's saturation rung."""
-    from anchorgpu.planner.sweep_serving import _per_user_speed
+    from anchorgpu.planner.sweep_serving_limits import per_user_speed
 
     model = load_model("llama-3.1-70b")
     shapes = tuple(s for s in shapes_from_catalog(CATALOG.offerings, max_servers=2)
@@ -169,7 +169,7 @@ def test_every_layouts_floor_rung_in_the_sweep() -> None:
     assert ((rung_speed >= 33.3) | one_each).all()
     assert (rung <= saturation).all()
     ctx = result.context_at(int(conc.max()))
-    per_user = _per_user_speed(model, shapes, spec, _plain_layouts(result, len(dp)), spec.weights, spec.kv_caches,
+    per_user = per_user_speed(model, shapes, spec, _plain_layouts(result, len(dp)), spec.weights, spec.kv_caches,
                                ctx, result.prompt_tokens, result.output_tokens, None, None)
     # the search's own timing is the grid's, to the bit
     assert np.array_equal(per_user(rung.T[None])[0].T, rung_speed)

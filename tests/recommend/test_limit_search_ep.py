@@ -1,11 +1,12 @@
-"""The per-user limit search (sweep_serving._limit_rungs) times each layout with its own expert parallelism. A mixture
-of experts is swept with every single-stage layout twice under one (shape, TP, PP): its routed experts split by TP
-(EP 1) and whole over the TP group (EP = TP, sweep_grid.layout_grid), and a TensorRT-LLM tick of the latter charges
-1 / EP of the routed rows (speed.step_constants.routed_rows_per_token_share). Keyed on (shape, TP, PP) alone, the
-search timed an EP = TP layout with its EP 1 twin's ticks (too slow, its first token ~20% late at one user): ``recommend
-qwen3-235b-a22b --engine trtllm --prompt 1000 --output-tokens 1000 --min-tokens-per-s-per-user 30 --max-ttft-s 2``
-listed 8 x H200 TP 8 EP 8 at 131 users where plan() of that layout keeps both limits up to 144 (30.09 tok/s; 145:
-29.99), DeepSeek-R1 (FP8 blocks) at 77 where plan() keeps them up to 80 (30.12; 81: 29.99) (stop59_epgroup.md)."""
+"""The per-user limit search (sweep_serving_limits.layout_limit_rungs) times each layout with its own expert
+parallelism. A mixture of experts is swept with every single-stage layout twice under one (shape, TP, PP): its routed
+experts split by TP (EP 1) and whole over the TP group (EP = TP, sweep_grid.layout_grid), and a TensorRT-LLM tick of the
+latter charges 1 / EP of the routed rows (speed.step_constants.routed_rows_per_token_share). Keyed on (shape, TP, PP)
+alone, the search timed an EP = TP layout with its EP 1 twin's ticks (too slow, its first token ~20% late at one user):
+``recommend qwen3-235b-a22b --engine trtllm --prompt 1000 --output-tokens 1000 --min-tokens-per-s-per-user 30
+--max-ttft-s 2`` listed 8 x H200 TP 8 EP 8 at 131 users where plan() of that layout keeps both limits up to 144 (30.09
+tok/s; 145: 29.99), DeepSeek-R1 (FP8 blocks) at 77 where plan() keeps them up to 80 (30.12; 81: 29.99)
+(stop59_epgroup.md)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 import anchorgpu.planner.sweep_serving as sweep_serving
+import anchorgpu.planner.sweep_serving_limits as sweep_serving_limits
 from anchorgpu.architectures import load_model
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import load_catalog
@@ -35,14 +37,14 @@ LIMITS = UserLimits(30.0, 2.0)
 def _limit_search(model_name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple[Any, ...], np.ndarray]:
     """The arguments and answer of the sweep's one limit search (TensorRT-LLM, 1,000 / 1,000 tokens, ``LIMITS``)."""
     seen: list[tuple[tuple[Any, ...], np.ndarray]] = []
-    searched = sweep_serving._limit_rungs
+    searched = sweep_serving.layout_limit_rungs
 
     def keep(*args: Any, **kwargs: Any) -> np.ndarray:
         rungs = searched(*args, **kwargs)
         seen.append((args, rungs))
         return rungs
 
-    monkeypatch.setattr(sweep_serving, "_limit_rungs", keep)
+    monkeypatch.setattr(sweep_serving, "layout_limit_rungs", keep)
     spec = SweepSpec(workload=Workload(task="inference", engine="trtllm"), prompt_tokens=PROMPT, output_tokens=OUTPUT,
                      min_tokens_per_s_per_user=LIMITS.min_tokens_per_s_per_user, max_ttft_s=LIMITS.max_ttft_s)
     sweep(load_model(model_name), SHAPES, spec)
@@ -67,7 +69,7 @@ def test_the_limit_searchs_figures_are_each_eps_own(monkeypatch: pytest.MonkeyPa
     args, _ = _limit_search("qwen3-30b-a3b", monkeypatch)
     model, shapes, spec, lay, weights, kvs, context, prompt, output, media, cross = args[:11]
     assert len(_twins(lay)) >= 2  # TP 2, 4 and 8 on 8 x H200 (serving_layouts.ep_inside_tp_sizes)
-    figures = sweep_serving._user_figures(model, shapes, spec, lay, weights, kvs, context, prompt, output, media,
+    figures = sweep_serving_limits.user_figures(model, shapes, spec, lay, weights, kvs, context, prompt, output, media,
                                           cross, ttft=True)
     rows = len(weights) * len(kvs)
     for per_replica in (1, 4, 16):
@@ -127,7 +129,7 @@ def test_the_limit_search_and_the_sweeps_pairs_group_alike() -> None:
     """One grouping for the sweep's tick pairs and its limit search (sweep_grid.tick_groups), EP in its key: a mixture
     of experts' EP 1 and EP = TP layouts of one (shape, TP, PP) are two groups in both."""
     lay = layout_grid(load_model("qwen3-30b-a3b"), SHAPES, training=False, max_pp=8, zero_stages=(0,))
-    firsts, group = sweep_serving._tick_groups(lay)
+    firsts, group = sweep_serving_limits._tick_groups(lay)
     assert np.array_equal(firsts, tick_groups(lay)[0]) and np.array_equal(group, tick_groups(lay)[1])
     keys = list(zip(lay.shape.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.ep.tolist(), strict=True))
     assert len({keys[f] for f in firsts.tolist()}) == firsts.size == len(set(keys))

@@ -109,7 +109,7 @@ def test_limit_rungs_meet_both_limits_with_one_more_user_a_replica_missing_one()
     speed = lambda conc: 100.0 / np.asarray(conc, dtype=np.float64)  # noqa: E731  a user's tokens/s as 1 / users
     ttft = lambda conc: 0.1 * np.asarray(conc, dtype=np.float64)  # noqa: E731  first token later with more users
     limits = UserLimits(min_tokens_per_s_per_user=10.0, max_ttft_s=0.75)
-    rungs = limit_rungs(lambda c, _asked: limits.met(speed(c), ttft(c)), np.array([1, 1]), np.array([[64, 5]]))
+    rungs = limit_rungs(lambda c, _asked: limits.gauge(speed(c), ttft(c)), np.array([1, 1]), np.array([[64, 5]]))
     assert rungs.tolist() == [[7, 5]]  # 0.7 s <= 0.75 < 0.8 s (speed alone would allow 10); the second at saturation
 
 

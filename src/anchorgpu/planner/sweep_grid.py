@@ -108,7 +108,7 @@ def tick_groups(lay: Layouts) -> tuple[IntArray, IntArray]:
     single-stage layout twice, its experts split by TP (EP 1) and whole over the TP group (EP = TP,
     :func:`layout_grid`), and a TensorRT-LLM tick of the latter charges 1 / EP of the routed rows
     (sweep_serving_ticks, speed.step_constants.routed_rows_per_token_share). The one grouping of the sweep's pairs
-    (:func:`tick_pairs`) and of its per-user limit search (sweep_serving._limit_rungs), so the two cannot part.
+    (:func:`tick_pairs`) and of its per-user limit search (sweep_serving_limits.layout_limit_rungs), so the two cannot part.
 
     >>> lay = Layouts(*(np.array(v) for v in ([0, 0, 0], [1, 1, 2], [8, 8, 16], [8, 8, 8], [1, 1, 1], [1, 1, 2],
     ...                                       [0, 0, 0], [1, 8, 1], [1, 1, 1])))

@@ -317,8 +317,11 @@ class Ticks:
         weights_s = _soft_roofline(big, np.minimum(memory_s, compute_s, out=compute_s), self.knee, self.inv_knee)
         weights_s += self.fixed
         attention_s = decode * self.kv_read
-        if self.mixed_read is not None and np.any(prefill):  # reread beside a chunk past the L2 (_tick's)
-            attention_s *= np.where(np.greater(prefill, 0.0) & (attention_s > self.mixed_l2), self.mixed_read, 1.0)
+        if self.mixed_read is not None and np.any(prefill):  # reread beside a chunk past the L2 (_tick's): multiplied
+            reread = np.greater(attention_s, self.mixed_l2)  # only there, no factor of 1.0 formed for the rest
+            if np.ndim(prefill):  # (a scalar one is above 0)
+                reread &= np.greater(prefill, 0.0)
+            np.multiply(attention_s, self.mixed_read, out=attention_s, where=reread)
         attention_s /= self.kv_rate
         if self.prompt_apart:  # the larger of the KV read and the decodes' arithmetic, then the prompt's
             np.maximum(attention_s, decode * self.attn_dec / self.split / self.attention_rate, out=attention_s)
