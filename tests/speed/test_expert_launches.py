@@ -19,7 +19,7 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
-from anchorgpu.planner.speed import calibrate
+from anchorgpu.planner.speed import calibrate, fitting
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer, expert_launch_s
@@ -66,10 +66,10 @@ def test_the_step_reports_the_launch_time_as_its_own_part() -> None:
 
 def test_the_constant_is_fitted_on_every_third_megatron_bridge_moe_row_only() -> None:
     k = calibration().stacks["cuda"]
-    lo, hi = calibrate.BOUNDS["moe_host_s_per_expert_gemm"]
+    lo, hi = fitting.BOUNDS["moe_host_s_per_expert_gemm"]
     assert lo < k.moe_host_s_per_expert_gemm < hi
-    assert calibrate.FITTED["train-moe"] == ("moe_host_s_per_expert_gemm",)
-    fitted = [run.id for run in calibrate._group_rows(RUNS, "train-moe", "cuda")]
+    assert fitting.FITTED["train-moe"] == ("moe_host_s_per_expert_gemm",)
+    fitted = [run.id for run in fitting._group_rows(RUNS, "train-moe", "cuda")]
     bridge_moe = [run.id for run in MOE_TRAIN if run.row.get("set") == "megatron-bridge"]
     assert fitted == bridge_moe[::3]
 
