@@ -124,7 +124,7 @@ def test_weights_above_the_fraction_leave_a_budget_below_the_gpu_short_by_their_
 
 
 def test_an_fp8_mla_model_on_rocm_dequantises_its_absorbed_weights() -> None:
-    from anchorgpu.planner.speed.serving_plan import sglang_step_terms
+    from anchorgpu.planner.speed.serving_setup import sglang_step_terms
 
     r1 = load_model("deepseek-r1")
     for gpu, expected in (("mi300x", True), ("h200", False)):

@@ -20,7 +20,7 @@ from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed import step_constants
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.serving import decode_step
-from anchorgpu.planner.speed.serving_plan import serving_setup
+from anchorgpu.planner.speed.serving_setup import serving_setup
 from anchorgpu.planner.speed.step_constants import trtllm_kv_read_fraction
 
 

@@ -19,7 +19,7 @@ from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.rows_report import engine_of
 from anchorgpu.planner.speed.runs import _serve_plan, load_runs, predict
 from anchorgpu.planner.speed.serving import decode_step
-from anchorgpu.planner.speed.serving_plan import serving_setup
+from anchorgpu.planner.speed.serving_setup import serving_setup
 from anchorgpu.planner.speed.step_constants import trtllm_moe_s_per_token
 
 B200_ROW = "PQ30-B200-2048/128"  # perf-overview.md (TensorRT-LLM 00f3768), Qwen3-30B-A3B, B200 TP1 FP4, 2048/128: 6,251 tok/s

@@ -182,7 +182,7 @@ class CrossRequest:
     """The request ``plan`` times for an encoder-decoder (Whisper, T5) or a model that reads its images through
     cross-attention (mllama), as its probe plan resolved it: ``prompt_tokens`` the speed prompt (the decoder's own
     prompt plus ``equivalent_tokens``, the encoder's or vision tower's prefill work as tokens of the same cost, which
-    keep no decoder K/V), ``output_tokens`` the output it decodes (``speed.serving_plan.serving_setup``)."""
+    keep no decoder K/V), ``output_tokens`` the output it decodes (``speed.serving_setup.serving_setup``)."""
 
     prompt_tokens: int
     output_tokens: int

@@ -1,5 +1,5 @@
 """SGLang's own step terms over the serving sweep's grid (:mod:`anchorgpu.planner.sweep_serving`), as
-:func:`anchorgpu.planner.speed.serving_plan.sglang_step_terms` gives them to one plan: a decode-only step runs the
+:func:`anchorgpu.planner.speed.serving_setup.sglang_step_terms` gives them to one plan: a decode-only step runs the
 smallest CUDA graph SGLang captured that holds its batch (padding rows that multiply the weights but read no KV
 cache), eagerly above ``cuda_graph_max_bs``; on AMD GPUs an FP8 MLA model's absorbed latent weights are dequantised
 every step (two kernels more before each absorbed product, and their bytes). In numpy, each term once per distinct

@@ -28,7 +28,7 @@ from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, Offload, PrecisionPlan
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
+from anchorgpu.planner.speed.serving_setup import SERVER_GPUS
 from anchorgpu.recommend.shapes import crosses_network, network_gbit_per_s_per_gpu
 from anchorgpu.units import fmt_bytes
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
+from anchorgpu.planner.speed.serving_setup import SERVER_GPUS
 from anchorgpu.planner.speed.topology import server_gpus
 from anchorgpu.planner.sweep import HardwareShape
 from anchorgpu.units import bytes_per_s_to_gbit_per_s, gbit_per_s_to_bytes_per_s

@@ -20,7 +20,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
+from anchorgpu.planner.speed.serving_setup import SERVER_GPUS
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec

@@ -56,14 +56,13 @@ from anchorgpu.planner.speed.pipeline import (
 )
 from anchorgpu.planner.speed.serving_plan import (
     ENGINE_RESERVATION,
-    SERVER_GPUS,
     KvReservation,
     context_of,
     saturation_concurrency,
     serving_band_kind,
     serving_performance,
-    serving_setup,
 )
+from anchorgpu.planner.speed.serving_setup import SERVER_GPUS, serving_setup
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of, server_gpus
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.speed.training_context import training_context
@@ -259,8 +258,8 @@ def plan_performance(
     (none by default: vLLM captures every multiple of 8, so its padding is negligible); ``host_overlap`` False
     for an engine that schedules between GPU steps rather than beside them (vLLM before its async scheduling);
     ``absorbed_dequant`` True for an engine that dequantises MLA's absorbed latent weights from FP8 every step (SGLang
-    on ROCm: an SGLang plan on an AMD GPU sets it itself, ``serving_plan.sglang_step_terms``; True only adds it); ``engine`` the engine whose kernels ran where it is not
-    the workload's (measured rows only: ``serving_plan.serving_setup``). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
+    on ROCm: an SGLang plan on an AMD GPU sets it itself, ``serving_setup.sglang_step_terms``; True only adds it); ``engine`` the engine whose kernels ran where it is not
+    the workload's (measured rows only: ``serving_setup.serving_setup``). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
     for a diffusion pipeline, the figures are null and ``assumptions`` says why.
 
     >>> from anchorgpu.planner import Workload, plan
