@@ -183,7 +183,7 @@ def test_trtllm_rows_run_at_the_batch_trtllm_bench_gives_its_engine() -> None:
     vLLM's 1,024; the engine then runs what the cache holds at prompt + output tokens each."""
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.runs import trtllm_bench_limits
+    from anchorgpu.planner.speed.row_engines import trtllm_bench_limits
 
     model, gpu = load_model("llama-3.1-8b"), get_gpu("h100-sxm")
     # 2 x 32 layers x 8 KV heads x 128 x 1 B (FP8) = 65,536 B a token; (80 GiB - 8.03 GB) x 0.95 / (65,536 x 256)
