@@ -203,7 +203,7 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str, *, bl
 
 def prompt_attention_apart_line(context: tuple[float, float] | None, prompt_tokens: int,
                                 attention_efficiency: float) -> str:
-    """The assumption a TensorRT-LLM serving estimate adds (``step_constants.prompt_attention_apart``): a step's prompt
+    """The assumption a TensorRT-LLM serving estimate adds (``engine_terms.prompt_attention_apart``): a step's prompt
     chunk and its decodes run their attention as two kernels, so their times add; and the rate the prompt's kernel
     is timed at: TensorRT-LLM's measured context-attention figures ``context`` (R, E:
     ``attention_rate.trtllm_context_attention``) at this ``prompt_tokens`` prompt, or the fitted
@@ -230,10 +230,10 @@ def prompt_attention_apart_line(context: tuple[float, float] | None, prompt_toke
 
 @lru_cache(maxsize=256)
 def pp_host_passes_line(pp: int, host_s_per_sequence: float, binds: bool, binds_at_saturation: bool) -> str:
-    """TensorRT-LLM's host work over ``pp`` pipeline stages (``step_constants.host_passes_per_cycle``): its PP loop
+    """TensorRT-LLM's host work over ``pp`` pipeline stages (``engine_terms.host_passes_per_cycle``): its PP loop
     walks every running request once a micro-batch, ``pp`` times a cycle, so a replica's output is capped at
     1 / (pp x ``host_s_per_sequence``) tokens/s; its ranks before the last wait for each forward, so one pass a cycle
-    adds to the GPUs' step (``step_constants.host_waited_passes``); ``binds`` / ``binds_at_saturation``: the host sets
+    adds to the GPUs' step (``engine_terms.host_waited_passes``); ``binds`` / ``binds_at_saturation``: the host sets
     the pace at the plan's concurrency / at saturation.
 
     >>> line = pp_host_passes_line(4, 10.7e-6, False, True)

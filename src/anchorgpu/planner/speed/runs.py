@@ -9,7 +9,7 @@ keeps its small ones on an A100 of any size), and ``kv_free_fraction`` where the
 TensorRT-LLM does, from the memory its profiling pass leaves free: planned with ``Workload.engine="trtllm"`` and
 that fraction, as a user planning for TensorRT-LLM is. ``engine`` names the serving engine a row ran on where its
 source says so (``rows_report.engine_of`` reads it, for evidence per engine, and for the kernels whose cost its steps
-take: TensorRT-LLM's MoE per-row cost, ``step_constants.trtllm_moe_s_per_token``); a row of ``engine: "sglang"`` is
+take: TensorRT-LLM's MoE per-row cost, ``engine_terms.trtllm_moe_s_per_token``); a row of ``engine: "sglang"`` is
 planned as a user planning for SGLang is (``Workload.engine="sglang"``: its own ``mem_fraction_static``, KV pool,
 admission, decode graphs and, on ROCm, the absorbed weights' dequantisation), its ``gpu_memory_utilization`` (vLLM's
 setting) not read.

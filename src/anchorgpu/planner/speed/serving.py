@@ -14,9 +14,9 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
   the rows each expert the step touches gets, ``tokens * k / E`` once every expert runs: :func:`expert_rows_factor`);
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
   cache holds them; a MoE's FP8 cache on TensorRT-LLM at the share of the bandwidth its decode attention kernels
-  are measured to reach, :func:`~anchorgpu.planner.speed.step_constants.trtllm_kv_read_fraction`) and the attention
+  are measured to reach, :func:`~anchorgpu.planner.speed.engine_terms.trtllm_kv_read_fraction`) and the attention
   arithmetic; on TensorRT-LLM, which runs a prompt chunk's attention as a kernel of its own after the decodes'
-  (:func:`~anchorgpu.planner.speed.step_constants.prompt_attention_apart`), the chunk's arithmetic is added instead;
+  (:func:`~anchorgpu.planner.speed.engine_terms.prompt_attention_apart`), the chunk's arithmetic is added instead;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
 * **expert parallelism** wider than TP (attention data parallelism: ``--tp 1 --dp 8 --ep 8``): each GPU's experts
   serve the tokens of the ``ep / tp`` replicas of its EP group (the rows per expert and the experts touched follow),
@@ -311,8 +311,8 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     per_gpu = step - fixed - comm
     bound = "fixed" if fixed > per_gpu else ("memory" if bound_of[5] >= bound_of[6] else "compute")
     # the engine's CPU works through every micro-batch's sequences a cycle (TensorRT-LLM: through all of them at
-    # each micro-batch, step_constants.host_passes_per_cycle); TensorRT-LLM's ranks before the last wait for each
-    # forward, so their micro-batches' host work adds to the GPUs' (step_constants.host_waited_passes)
+    # each micro-batch, engine_terms.host_passes_per_cycle); TensorRT-LLM's ranks before the last wait for each
+    # forward, so their micro-batches' host work adds to the GPUs' (engine_terms.host_waited_passes)
     host = c.host_s_per_sequence * batch
     if c.host_waited_s_per_sequence:
         step += c.host_waited_s_per_sequence * batch

@@ -25,6 +25,7 @@ from anchorgpu.planner.speed.attention_rate import trtllm_context_attention
 from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
 from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.constants import Band, Calibration, band_kind_of
+from anchorgpu.planner.speed.engine_terms import host_passes_per_cycle, prompt_attention_apart
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.figures import (
     Evidence,
@@ -58,7 +59,6 @@ from anchorgpu.planner.speed.serving_capacity import (
 )
 from anchorgpu.planner.speed.serving_lines import admission_line, pp_host_line
 from anchorgpu.planner.speed.serving_setup import SetupTerms, serving_setup, setup_terms, weights_terms
-from anchorgpu.planner.speed.step_constants import host_passes_per_cycle, prompt_attention_apart
 from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
