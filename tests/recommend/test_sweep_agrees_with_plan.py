@@ -31,7 +31,8 @@ from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.flops import train_kind
 from anchorgpu.planner.speed.pipeline import default_batch_tokens, pipeline_schedule
 from anchorgpu.planner.speed.serving import decode_step
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
 from sweep_rows import plan_of_row

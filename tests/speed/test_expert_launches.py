@@ -24,7 +24,8 @@ from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer, expert_launch_s
 from anchorgpu.planner.speed.runs import Run, load_runs, predict
-from anchorgpu.planner.speed.training import BREAKDOWN_KEYS, TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import BREAKDOWN_KEYS, training_step
 
 RUNS = load_runs()
 MOE_TRAIN = [run for run in RUNS if run.phase == "train" and calibrate.band_kind(run) == "moe"]

@@ -38,11 +38,8 @@ from anchorgpu.planner.speed.pipeline import (
     pipeline_schedule,
     timed_batch_tokens,
 )
-from anchorgpu.planner.speed.training import (
-    TrainLayout,
-    tokens_per_s_bound,
-    training_step,
-)
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import tokens_per_s_bound, training_step
 from anchorgpu.planner.sweep_grid import Layouts
 from anchorgpu.planner.sweep_search import fastest_fitting
 

@@ -44,7 +44,7 @@ from anchorgpu.planner.speed.offload import parameter_fetch_s
 from anchorgpu.planner.speed.zero2 import BACKWARD_SHARE, BUCKET_MIN_PARAMS, zero2_sync_terms
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.speed.training import TrainSplit
+    from anchorgpu.planner.speed.train_layout import TrainSplit
 
 __all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "collective_sm_share", "data_parallel_terms", "fsdp2_copies_s", "group_link_of",
            "held_params", "scatters_each_micro_batch", "zero1_sync_bytes_per_value"]

@@ -64,7 +64,8 @@ from anchorgpu.planner.speed.serving_plan import (
 )
 from anchorgpu.planner.speed.serving_setup import SERVER_GPUS, serving_setup
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of, server_gpus
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, training_step
 from anchorgpu.planner.speed.training_context import training_context
 from anchorgpu.units import bytes_per_s_to_gbit_per_s
 

@@ -56,11 +56,8 @@ from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_
 from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.rung_bound import Growth, growth_of, rung_bounds
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
-from anchorgpu.planner.speed.training import (
-    TrainLayout,
-    tokens_per_s_bound,
-    training_step,
-)
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import tokens_per_s_bound, training_step
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan

@@ -126,7 +126,8 @@ def _as_measured(gpu: Any, row: dict[str, Any]) -> Any:
 def _train(run: Run, cal: Calibration) -> float:
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner.speed.links import power_capped
-    from anchorgpu.planner.speed.training import TrainLayout, training_step
+    from anchorgpu.planner.speed.train_layout import TrainLayout
+    from anchorgpu.planner.speed.training import training_step
 
     r = run.row
     model, gpu = _model(r), get_gpu(r["gpu"])

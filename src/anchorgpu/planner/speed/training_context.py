@@ -28,7 +28,7 @@ from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.figures import Evidence, evidence_items, evidence_of, plan_band
 from anchorgpu.planner.speed.links import group_link
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
 
 __all__ = ["TrainingContext", "training_context"]
 
