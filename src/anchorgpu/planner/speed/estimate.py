@@ -22,12 +22,6 @@ from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.run_steps import run_steps, run_steps_line
 from anchorgpu.planner.sequence_parallel import speed_off_line
 from anchorgpu.planner.serving_handoff import HANDED
-from anchorgpu.planner.speed.assumption_lines import (
-    expert_launch_line,
-    larger_batch_line,
-    network_line,
-    step_line,
-)
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.caveats import (
     ENGINE_CAVEAT_LABEL,
@@ -67,6 +61,7 @@ from anchorgpu.planner.speed.topology import network_bytes_per_s_of, server_gpus
 from anchorgpu.planner.speed.train_layout import TrainLayout
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, training_step
 from anchorgpu.planner.speed.training_context import training_context
+from anchorgpu.planner.speed.training_lines import expert_launch_line, larger_batch_line, network_line, step_line
 from anchorgpu.units import bytes_per_s_to_gbit_per_s
 
 if TYPE_CHECKING:
