@@ -21,7 +21,8 @@ from anchorgpu.architectures.registry import read_data_text, resolve
 from anchorgpu.errors import DataFileError, InvalidConfig
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
-from anchorgpu.planner.formats import format_for_model, get_format, model_weight_parts, shipped_format
+from anchorgpu.planner.formats import format_for_model, get_format, shipped_format
+from anchorgpu.planner.weight_parts import model_weight_parts
 from anchorgpu.units import GIB
 from cli_runner import run, run_json
 

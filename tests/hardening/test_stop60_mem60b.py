@@ -20,8 +20,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.engine_choice import launch_reach
-from anchorgpu.planner.formats import model_param_parts
 from anchorgpu.planner.training_states import params_per_gpu
+from anchorgpu.planner.weight_parts import model_param_parts
 
 H100 = get_gpu("h100")
 TRAIN = {"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "tp": 1, "pp": 1, "dp": 8}
