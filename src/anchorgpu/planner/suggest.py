@@ -18,12 +18,12 @@ from anchorgpu.planner.inputs import (
     PrecisionPlan,
     Workload,
     recompute_ladder,
-    train_cp_sizes,
 )
 from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER, tp_is_valid
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
 from anchorgpu.planner.serving_queue import runs_fewer
 from anchorgpu.planner.suggest_fraction import memory_fraction_suggestion
+from anchorgpu.planner.train_sizes import train_cp_sizes
 from anchorgpu.planner.training_gpu_counts import fewest_fitting_gpus
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ are a :class:`~anchorgpu.planner.grid_columns.GridColumns`: each kept on the gri
 Grid (in this order, which is also the order of the result columns; the sweep is deterministic):
 shape -> servers (1..max_servers whole servers) -> TP (powers of two up to the GPUs of one server,
 valid for the model's heads) -> PP (powers of two: training the depths plan()'s chooser tries,
-:func:`~anchorgpu.planner.inputs.train_pp_sizes`, serving up to ``max_pp``; across servers only where a fabric joins them)
+:func:`~anchorgpu.planner.train_sizes.train_pp_sizes`, serving up to ``max_pp``; across servers only where a fabric joins them)
 -> DP (the rest of the GPUs) -> ZeRO stage (training) -> EP (training a mixture of experts) -> CP (training
-sequences of 16,384 tokens or more: :func:`~anchorgpu.planner.inputs.train_cp_sizes`, as plan()'s chooser) -> weight
+sequences of 16,384 tokens or more: :func:`~anchorgpu.planner.train_sizes.train_cp_sizes`, as plan()'s chooser) -> weight
 format -> KV-cache dtype -> concurrency.
 """
 
@@ -135,7 +135,7 @@ class SweepSpec:
     # each seeing a first token within max_ttft_s (sweep_floor; recommend --min-tokens-per-s-per-user, --max-ttft-s)
     min_tokens_per_s_per_user: float | None = None
     max_ttft_s: float | None = None
-    max_pp: int = 8  # serving's deepest pipeline; training tries plan()'s depths (inputs.train_pp_sizes)
+    max_pp: int = 8  # serving's deepest pipeline; training tries plan()'s depths (train_sizes.train_pp_sizes)
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
 
 

@@ -35,9 +35,6 @@ from anchorgpu.planner.inputs import (
     Workload,
     default_seq_tokens,
     recompute_ladder,
-    train_cp_sizes,
-    train_ep_sizes,
-    train_pp_sizes,
 )
 from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from anchorgpu.planner.sequence_parallel import sequence_split_refusal, splits_whatever_stated
@@ -58,6 +55,7 @@ from anchorgpu.planner.speed.rung_bound import Growth, growth_of, rung_bounds
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.train_layout import TrainLayout
 from anchorgpu.planner.speed.training import tokens_per_s_bound, training_step
+from anchorgpu.planner.train_sizes import train_cp_sizes, train_ep_sizes, train_pp_sizes
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
