@@ -275,7 +275,7 @@ def test_a_pipelined_training_row_is_what_plan_chooses_for_its_layout() -> None:
     while ``plan`` given the same TP, PP, DP and ZeRO interleaves 10 chunks a GPU (the bubble a tenth). The sweep runs
     a pipelined layout interleaved as the chooser would, so the row is that plan's memory and speed, every figure.
     The row was ZeRO-2 (41,738 tok/s, no recompute) until Megatron's ZeRO-2 with pipeline stages was refused
-    (Megatron-FSDP runs none: layout_resolution.sharded_pipeline_refusal); ZeRO-1 keeps the gradients whole and fits
+    (Megatron-FSDP runs none: layout_checks.sharded_pipeline_refusal); ZeRO-1 keeps the gradients whole and fits
     this split only with full recompute, at micro-batch 4."""
     model, gpu = load_model("llama-3.1-70b"), get_gpu("h100")
     shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=4) if s.id == "h100-sxm-8x-bm")

@@ -1,7 +1,7 @@
 """Training flags a stack, a task or the layout search rules out whatever the layout: refused in one line before a
 layout is chosen (a search would drop every candidate and, with the GPU count open, the plain layout planned in its
 place refused for another reason, naming a flag that was not the cause) and again on the layout resolved
-(:func:`~anchorgpu.planner.layout_resolution.check_layout_for_model`, ``resolve_layout``). Pure."""
+(:func:`~anchorgpu.planner.layout_checks.check_layout_for_model`, ``resolve_layout``). Pure."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def unstaged_interleaving_refusal(layout: Layout, train_stack: str) -> str | Non
     """Why ``--virtual-stages`` (no ``--pp``) cannot run with the ZeRO stage or FSDP given, or None: interleaving needs
     pipeline stages, and the layout search tries that sharding with none on this stack
     (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`; Megatron-FSDP runs no pipeline stages,
-    :func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`). Left to the search, no candidate exists, and with the GPU count open the
+    :func:`~anchorgpu.planner.layout_checks.sharded_pipeline_refusal`). Left to the search, no candidate exists, and with the GPU count open the
     plain layout planned in its place refused "--virtual-stages 3 needs pipeline parallelism".
 
     >>> print(unstaged_interleaving_refusal(Layout(virtual_stages=3, zero=3), "megatron"))  # doctest: +ELLIPSIS
