@@ -384,7 +384,8 @@ def test_ignore_patterns_written_for_a_multimodal_wrapper_match_the_text_layers(
 
 def test_the_sweep_puts_the_shipped_format_first_and_agrees_with_plan() -> None:
     from anchorgpu.catalog import load_catalog
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
 
     model = load_model("deepseek-v3")

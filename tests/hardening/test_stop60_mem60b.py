@@ -96,7 +96,8 @@ def test_recommends_rows_are_the_launchs_plans(capsys: pytest.CaptureFixture[str
     """recommend's sweep takes training memory from ``plan`` once per layout with the workload it was given
     (planner/sweep.py), which ``recommend --recipe`` builds through ``launch_reach``: its 8-GPU ZeRO-2 row is
     ``plan --recipe torchrun-fsdp --zero 2``'s memory, and not the row of the same workload without the launch."""
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepSpec
     from cli_runner import run_json
 
     model = load_model("llama-3.1-8b")

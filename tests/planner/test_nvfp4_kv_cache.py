@@ -35,7 +35,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recipes import build_recipe, flag_data
 from anchorgpu.recommend import recommend
 from cli_runner import run, run_json

@@ -13,8 +13,9 @@ import anchorgpu.planner.sweep_serving as sweep_serving
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Workload
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
 from anchorgpu.planner.sweep_floor import UserLimits, limit_rungs, rung_of
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 
 

@@ -33,7 +33,8 @@ from anchorgpu.planner.speed.pipeline import default_batch_tokens, pipeline_sche
 from anchorgpu.planner.speed.serving import decode_step
 from anchorgpu.planner.speed.train_layout import TrainLayout
 from anchorgpu.planner.speed.training import training_step
-from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepResult, SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 from sweep_rows import plan_of_row
 

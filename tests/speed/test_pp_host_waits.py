@@ -75,7 +75,8 @@ def test_the_sweep_waits_for_the_host_as_the_planner_does() -> None:
     from anchorgpu.planner import Workload
     from anchorgpu.planner.speed.batching import serving_estimate
     from anchorgpu.planner.speed.estimate import serving_setup
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
     from sweep_rows import plan_of_row
 

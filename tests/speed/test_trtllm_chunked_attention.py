@@ -92,7 +92,8 @@ def test_the_sweep_reads_them_as_plan_does() -> None:
 
     from anchorgpu.catalog import load_catalog
     from anchorgpu.planner.speed.batching import serving_estimate
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
 
     shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=1)

@@ -99,7 +99,7 @@ def recommend_command(
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Workload
     from anchorgpu.planner.speed.overrides import Overrides
-    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
     from anchorgpu.units import quotable_term
     from anchorgpu.validation import bounded_int, comma_list, positive_number, usd_amount

@@ -18,7 +18,7 @@ from anchorgpu.planner.speed.layouts import sharded_with_stages
 from anchorgpu.planner.train_sizes import train_cp_sizes, train_ep_sizes, train_pp_sizes
 
 if TYPE_CHECKING:  # the sweep imports this module: a type only here
-    from anchorgpu.planner.sweep import HardwareShape
+    from anchorgpu.planner.sweep_types import HardwareShape
 
 __all__ = ["POWERS_OF_TWO", "Layouts", "TickPairs", "layout_grid", "tick_groups", "tick_pairs", "valid_tp"]
 

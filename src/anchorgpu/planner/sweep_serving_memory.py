@@ -31,8 +31,8 @@ from anchorgpu.planner.weight_parts import ModelParts, model_weight_parts
 
 if TYPE_CHECKING:
     from anchorgpu.planner.inputs import Workload
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec
     from anchorgpu.planner.sweep_grid import Layouts
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepSpec
 
 __all__ = ["CrossRequest", "KvFactors", "Memory", "kv_factors", "memory_terms", "per_format", "per_value", "sequence_caps"]
 

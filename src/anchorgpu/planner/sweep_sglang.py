@@ -29,8 +29,8 @@ from anchorgpu.planner.sglang import (
 from anchorgpu.planner.speed.launches import LayerLaunches, absorbed_dequant_bytes, launch_ratio
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape
     from anchorgpu.planner.sweep_grid import Layouts
+    from anchorgpu.planner.sweep_types import HardwareShape
 
 __all__ = ["absorbed_dequant_terms", "graph_max_batch", "padded_rows", "settings_by_layout", "sglang_sweep_line"]
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # the sweep imports this module: types only here
     from anchorgpu.hardware.spec import GpuSpec
     from anchorgpu.planner.inputs import Overheads
     from anchorgpu.planner.pipeline_layout import PipelineLayout
-    from anchorgpu.planner.sweep import HardwareShape, Progress, SweepSpec
+    from anchorgpu.planner.sweep_types import HardwareShape, Progress, SweepSpec
 
 __all__ = ["stated_layouts", "training_columns"]
 

@@ -25,7 +25,7 @@ from anchorgpu.planner.speed.serving_setup import SERVER_GPUS
 from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepResult, SweepSpec
 
 __all__ = ["row_ceilings", "serving_ceilings", "training_ceilings"]
 

@@ -33,7 +33,7 @@ from anchorgpu.recommend.shapes import crosses_network, network_gbit_per_s_per_g
 from anchorgpu.units import fmt_bytes
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepResult, SweepSpec
 
 __all__ = ["OFFLOAD", "Offloaded", "offload_line", "offloaded_rows"]
 

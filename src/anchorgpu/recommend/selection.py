@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from anchorgpu.planner.sweep import SweepResult
+from anchorgpu.planner.sweep_types import SweepResult
 
 __all__ = ["best_per_group", "best_serving_per_group", "closest_miss", "group_keys", "stages_on_scale_up_grid"]
 

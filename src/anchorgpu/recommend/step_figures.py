@@ -23,7 +23,7 @@ from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.serving_setup import SERVER_GPUS
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepSpec
     from anchorgpu.recommend.records import RecommendedOption
 
 __all__ = ["STEP_FIGURES", "step_figures_of", "training_step_figures"]
