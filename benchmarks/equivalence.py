@@ -290,7 +290,8 @@ def _sweep_lines(models: dict[str, Any]) -> Iterator[str]:
     from anchorgpu.catalog import load_catalog
     from anchorgpu.errors import AnchorError
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
 
     shapes = shapes_from_catalog(load_catalog().offerings)

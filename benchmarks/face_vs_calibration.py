@@ -54,15 +54,9 @@ from pathlib import Path
 from typing import Any
 
 from anchorgpu.cli import main
+from anchorgpu.planner.speed.row_engines import trtllm_bench_engine
 from anchorgpu.planner.speed.rows_report import engine_of
-from anchorgpu.planner.speed.runs import (
-    TRAIN_PRECISION_OF,
-    Run,
-    _serve_plan,
-    load_runs,
-    predict,
-    trtllm_bench_engine,
-)
+from anchorgpu.planner.speed.runs import TRAIN_PRECISION_OF, Run, _serve_plan, load_runs, predict
 
 ROWS = (
     # training: Megatron/NeMo, Megatron-Bridge, torchtitan, OLMo-core, ROCm, SFT and LoRA

@@ -34,7 +34,8 @@ import anchorgpu.planner.speed.batching as batching
 import anchorgpu.planner.speed.calibration as calibration_module
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed import calibrate
-from anchorgpu.planner.speed.runs import _model, load_runs, predict, trtllm_bench_engine
+from anchorgpu.planner.speed.row_engines import trtllm_bench_engine
+from anchorgpu.planner.speed.runs import _model, load_runs, predict
 
 MODULE_FORWARD_S = {"superchip": 37.08e-6, "x86": 13.48e-6}  # TransformerEngine issue #2053
 LAUNCHES_PER_LAYER = {"moe": 13, "dense": 9}  # calibration.json kernel_launches_per_layer: attention 5 + moe 8 / mlp 4

@@ -1,6 +1,6 @@
 """Which dense serving fit rows pull ``decode_mbu`` up once TensorRT-LLM's prompt attention is timed apart
 (benchmarks/moe_small_batch_findings.md, "Stop 54 (branch mbubound)"). Dev tooling; changes no constant, writes
-nothing. For every row the serving group fits (``calibrate._group_rows(..., "serve", "cuda")``), at the shipped
+nothing. For every row the serving group fits (``fitting._group_rows(..., "serve", "cuda")``), at the shipped
 constants: its error with the prompt's attention under the KV read (the rule before Stop 54 (longctx):
 ``step_constants.prompt_attention_apart`` forced False) and apart (as shipped), how its prediction moves with
 ``decode_mbu`` (d log prediction / d log mbu, by a 1% step) and its share of the loss's gradient in log mbu
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from anchorgpu.planner.speed import calibrate, step_constants
+from anchorgpu.planner.speed import fitting, step_constants
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.runs import load_runs, predict
 
@@ -23,7 +23,7 @@ def main() -> None:
     cal = calibration()
     k = cal.stacks["cuda"]
     up = replace(cal, stacks={**cal.stacks, "cuda": replace(k, decode_mbu=k.decode_mbu * 1.01)})
-    rows = calibrate._group_rows(load_runs(), "serve", "cuda")
+    rows = fitting._group_rows(load_runs(), "serve", "cuda")
     shipped = step_constants.prompt_attention_apart
     table: dict[str, list[tuple[float, float]]] = {r.id: [] for r in rows}
     for apart in (False, True):

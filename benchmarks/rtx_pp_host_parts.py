@@ -24,7 +24,7 @@ from anchorgpu.planner.speed.flops import decode_attention_flops_per_token, unsa
 from anchorgpu.planner.speed.rows_report import engine_of
 from anchorgpu.planner.speed.runs import _serve_plan, load_runs
 from anchorgpu.planner.speed.serving import _step
-from anchorgpu.planner.speed.serving_plan import serving_setup
+from anchorgpu.planner.speed.serving_setup import serving_setup
 from anchorgpu.planner.speed.step_constants import _pair
 
 

@@ -77,7 +77,8 @@ def sweep_benchmark(repeat: int) -> dict[str, object]:
     from anchorgpu.architectures import load_model
     from anchorgpu.catalog import load_catalog
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
 
     model = load_model("llama-3.1-70b")
@@ -194,7 +195,7 @@ def recommend_benchmark(repeat: int, their_cpu_s: float | None) -> None:
     from anchorgpu.architectures import load_model
     from anchorgpu.catalog import load_catalog
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
 
     model, catalog = load_model("llama-3.1-70b"), load_catalog()

@@ -9,7 +9,8 @@ from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.links import power_capped
 from anchorgpu.planner.speed.micro_step import _step_shape
 from anchorgpu.planner.speed.runs import _as_measured, _model, load_runs, predict
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 from anchorgpu.units import gbit_per_s_to_bytes_per_s
 
 

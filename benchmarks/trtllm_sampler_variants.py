@@ -8,7 +8,7 @@ without ``kv_free_fraction``) keep vLLM's budget (``gpu_memory_utilization`` of 
 term (``serving_engine._engine_footprint``'s ``35 B x min(tokens, seqs) x vocab``). ``trtrule``: the trtllm-bench rows
 get ``kv_free_fraction`` equal to their stated 0.95, i.e. TensorRT-LLM's own rule (``_torch/pyexecutor/_util.py``
 ``_cal_max_tokens``: the fraction of what the profiling pass leaves free; no sampler term). ``refit`` refits the CUDA
-and ROCm constants in memory first (``calibrate.fit``, a few minutes). Prints calibrate's per-set lines and the
+and ROCm constants in memory first (``fitting.fit``, a few minutes). Prints calibrate's per-set lines and the
 constants, and dumps the rows to /tmp/trtsampler_rows_<variant>_<shipped|refit>.json.
 """
 
@@ -60,7 +60,7 @@ def main(variant: str, refit: bool) -> None:
         raise SystemExit(f"unknown variant {variant!r}")
     runs, cal = rs.load_runs(), calibration()
     if refit:
-        from anchorgpu.planner.speed.calibrate import fit
+        from anchorgpu.planner.speed.fitting import fit
 
         cal = fit(fit(cal, runs, "cuda"), runs, "rocm")
         st = cal.stacks["cuda"]

@@ -131,7 +131,7 @@ _LOOSE_AMOUNTS = (" 2190.00 ", "2.19e3", "+2190", "2190,00", "２１９０", "$2
 def test_money_fields_take_a_json_number_or_a_plain_decimal_and_refuse_the_rest(client: TestClient, alice: Any,
                                                                                 quote_for: Any, problem: Any) -> None:
     """QA pass: money fields read " 100 " (spaces), "1e3" (exponent), "+5", "1_000" and non-ASCII digits as
-    amounts; money is exact decimal, one rule on every face (anchorgpu.validation.usd_amount)."""
+    amounts; money is exact decimal, one rule on every face (anchorgpu.money_rules.usd_amount)."""
     allocation = _book(client, alice, quote_for)
     fields = (
         ("body.expected_total_usd",

@@ -33,7 +33,8 @@ from anchorgpu.architectures.loader import load_config_file
 from anchorgpu.architectures.quantization import describe_shipped
 from anchorgpu.architectures.registry import read_data_text, resolve
 from anchorgpu.errors import InvalidConfig
-from anchorgpu.planner.formats import get_format, model_weight_parts, shipped_format
+from anchorgpu.planner.formats import get_format, shipped_format
+from anchorgpu.planner.weight_parts import model_weight_parts
 
 HERE = Path(__file__).parent / "modelopt"
 DSR1_HF_QUANT = HERE / "deepseek-r1-nvfp4.hf_quant_config.json"

@@ -21,7 +21,8 @@ from anchorgpu.architectures.registry import read_data_text, resolve
 from anchorgpu.errors import DataFileError, InvalidConfig
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
-from anchorgpu.planner.formats import format_for_model, get_format, model_weight_parts, shipped_format
+from anchorgpu.planner.formats import format_for_model, get_format, shipped_format
+from anchorgpu.planner.weight_parts import model_weight_parts
 from anchorgpu.units import GIB
 from cli_runner import run, run_json
 
@@ -383,7 +384,8 @@ def test_ignore_patterns_written_for_a_multimodal_wrapper_match_the_text_layers(
 
 def test_the_sweep_puts_the_shipped_format_first_and_agrees_with_plan() -> None:
     from anchorgpu.catalog import load_catalog
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
 
     model = load_model("deepseek-v3")

@@ -21,7 +21,8 @@ from anchorgpu.architectures.loader import load_with_hf_quant_config
 from anchorgpu.architectures.registry import REGISTRY_FILE, _parse, read_data_text, resolve
 from anchorgpu.cli import main
 from anchorgpu.errors import DataFileError
-from anchorgpu.planner.formats import get_format, model_weight_parts, shipped_format
+from anchorgpu.planner.formats import get_format, shipped_format
+from anchorgpu.planner.weight_parts import model_weight_parts
 
 HUB_ID = "nvidia/DeepSeek-R1-0528-FP4"
 QUANT_FILE = "nvidia-deepseek-r1-0528-fp4.hf_quant_config.json"

@@ -102,7 +102,7 @@ def test_the_stock_refusal_has_a_thousands_separator() -> None:
 
 def test_a_layout_that_is_not_its_gpus_names_the_count_with_a_separator() -> None:
     from anchorgpu.architectures import load_model
-    from anchorgpu.planner.speed.training import TrainLayout, _check
+    from anchorgpu.planner.speed.train_layout import TrainLayout, _check
 
     lay = TrainLayout(gpus=1024, tp=8, pp=1, cp=1, dp=64)
     with pytest.raises(InvalidWorkload, match="= 512 is not the 1,024 GPUs"):

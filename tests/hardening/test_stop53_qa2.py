@@ -33,7 +33,7 @@ def _perf_lines(answer: dict[str, object], start: str) -> list[str]:
 
 def test_a_trtllm_pp_plan_says_its_host_passes_cap_a_replica(capsys: pytest.CaptureFixture[str]) -> None:
     """10.7 us a sequence (calibration.json host_s_per_sequence_step, x86) x 4 passes = 42.8 us a cycle: 1 / 42.8 us
-    = 23,364 tokens/s a replica (step_constants.host_passes_per_cycle, TensorRT-LLM _executor_loop_pp)."""
+    = 23,364 tokens/s a replica (engine_terms.host_passes_per_cycle, TensorRT-LLM _executor_loop_pp)."""
     answer = run_json(capsys, *PP4_OSS, "--concurrency", "1024")
     assert answer["performance"]["decode_bound"] == "host"
     (said,) = _perf_lines(answer, "TensorRT-LLM's PP loop")

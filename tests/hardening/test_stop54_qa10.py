@@ -24,7 +24,7 @@ from anchorgpu.planner import Workload
 from anchorgpu.planner.inputs import Layout, PrecisionPlan
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import recommend, recommendation_to_json
 from cli_runner import run, run_json
 

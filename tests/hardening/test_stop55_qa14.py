@@ -34,8 +34,8 @@ from fastapi.testclient import TestClient
 from anchorgpu.api.app import create_app
 from anchorgpu.architectures import load_model
 from anchorgpu.config import Settings
-from anchorgpu.planner.inputs import train_cp_sizes
 from anchorgpu.planner.speed.interleave_choice import deepest_interleave
+from anchorgpu.planner.train_sizes import train_cp_sizes
 from cli_runner import run, run_json
 
 # NVIDIA/dgxc-benchmarking llama3.1/README.md, H100 table: 512 GPUs, SeqLen 8192, 126 layers, TP 8, PP 8, CP 2, DP 4,

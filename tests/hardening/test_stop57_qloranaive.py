@@ -22,8 +22,10 @@ from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.pipeline import pipeline_schedule
-from anchorgpu.planner.speed.training import TrainLayout, training_step
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 from cli_runner import run, run_json
 

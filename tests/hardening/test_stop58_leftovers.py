@@ -25,7 +25,8 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.dequant import dequant_bytes_per_layer, dequant_passes
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 from anchorgpu.units import fmt_bytes
 from cli_runner import run, run_json
 

@@ -32,7 +32,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.dequant import QLORA_BASE_FORMAT, dequant_passes
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 from cli_runner import run_json
 
 _OFFLOADED_8B = ("plan", "llama-3.1-8b", "--task", "train", "--gpu", "l40s", "--gpus", "1", "--offload", "optimizer")

@@ -21,7 +21,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.engine_choice import launch_reach
-from anchorgpu.planner.formats import get_format, model_param_parts, model_weight_parts
+from anchorgpu.planner.formats import get_format
+from anchorgpu.planner.weight_parts import model_param_parts, model_weight_parts
 from anchorgpu.recipes import build_recipe
 
 H100 = get_gpu("h100")

@@ -26,8 +26,9 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.deepspeed_zero import zero_settings
-from anchorgpu.planner.formats import bnb_code_format, get_format, model_weight_parts
+from anchorgpu.planner.formats import bnb_code_format, get_format
 from anchorgpu.planner.training_states import params_per_gpu
+from anchorgpu.planner.weight_parts import model_weight_parts
 from anchorgpu.recipes import build_recipe
 from anchorgpu.recommend.offload import host_bytes_per_gpu
 

@@ -18,7 +18,8 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.formats import get_format, model_param_parts, model_weight_parts
+from anchorgpu.planner.formats import get_format
+from anchorgpu.planner.weight_parts import model_param_parts, model_weight_parts
 
 H100 = get_gpu("h100")
 

@@ -118,7 +118,7 @@ def test_the_step_figures_are_planned_only_for_the_rows_rendered(monkeypatch: py
     from anchorgpu.architectures.spec import ModelSpec
     from anchorgpu.catalog import load_catalog
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json, step_figures
 
     planned: list[str] = []

@@ -11,7 +11,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.formats import model_param_parts
+from anchorgpu.planner.weight_parts import model_param_parts
 
 H100 = get_gpu("h100")
 

@@ -20,8 +20,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.engine_choice import launch_reach
-from anchorgpu.planner.formats import model_param_parts
 from anchorgpu.planner.training_states import params_per_gpu
+from anchorgpu.planner.weight_parts import model_param_parts
 
 H100 = get_gpu("h100")
 TRAIN = {"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "tp": 1, "pp": 1, "dp": 8}
@@ -96,7 +96,8 @@ def test_recommends_rows_are_the_launchs_plans(capsys: pytest.CaptureFixture[str
     """recommend's sweep takes training memory from ``plan`` once per layout with the workload it was given
     (planner/sweep.py), which ``recommend --recipe`` builds through ``launch_reach``: its 8-GPU ZeRO-2 row is
     ``plan --recipe torchrun-fsdp --zero 2``'s memory, and not the row of the same workload without the launch."""
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepSpec
     from cli_runner import run_json
 
     model = load_model("llama-3.1-8b")

@@ -125,7 +125,8 @@ def test_recommends_sweep_sizes_a_queued_row_as_plan_does() -> None:
     sweep 20,000 sequences' KV, plan the same, both refusing; now both hold 1,024 a replica). Recommend still keeps
     only rows that run every user at once (recommend.service: ``concurrency <= dp x cap``)."""
     from anchorgpu.catalog import load_catalog
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
     from sweep_rows import plan_of_row
 

@@ -106,7 +106,8 @@ def test_weights_above_the_fraction_leave_a_budget_below_the_gpu_short_by_their_
     KV cache over that share. A pool clamped at 0 once left the budget at the weights' own 133 GiB (above the GPU's
     79.18) and the shortfall at the KV cache alone (80.00 GiB); the sweep sizes the budget the same way."""
     from anchorgpu.catalog import load_catalog
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
 
     model, gpu = load_model("llama-3.1-70b"), get_gpu("h100")
@@ -124,7 +125,7 @@ def test_weights_above_the_fraction_leave_a_budget_below_the_gpu_short_by_their_
 
 
 def test_an_fp8_mla_model_on_rocm_dequantises_its_absorbed_weights() -> None:
-    from anchorgpu.planner.speed.serving_plan import sglang_step_terms
+    from anchorgpu.planner.speed.serving_setup import sglang_step_terms
 
     r1 = load_model("deepseek-r1")
     for gpu, expected in (("mi300x", True), ("h200", False)):

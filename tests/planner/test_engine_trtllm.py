@@ -139,7 +139,8 @@ def test_tensorrt_llm_is_refused_on_amd_gpus_and_offered_where_it_would_fit(caps
     assert rec["results"] and all(get_gpu(r["gpu"]).vendor == "NVIDIA" for r in rec["results"])
     from anchorgpu.catalog import load_catalog
     from anchorgpu.errors import InvalidWorkload
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
 
     with pytest.raises(InvalidWorkload, match="NVIDIA GPUs only, not mi300x"):  # the sweep refuses it as plan() does

@@ -11,7 +11,8 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Plan, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.sweep import HardwareShape, SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import HardwareShape, SweepSpec
 
 
 def _plan(task: str, **kw: object) -> Plan:

@@ -12,12 +12,21 @@ import pytest
 from anchorgpu.planner import inference, serving_handoff, training, training_pipeline
 from anchorgpu.planner.memory import kv
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.speed import batching, estimate, figures, handed_memos, serving, serving_capacity, serving_plan
+from anchorgpu.planner.speed import (
+    batching,
+    dense_step,
+    estimate,
+    figures,
+    handed_memos,
+    serving_capacity,
+    serving_plan,
+    serving_setup,
+)
 from anchorgpu.planner.speed import training as speed_training
 
-HOT = [plan, inference.plan_inference, estimate.plan_performance, serving_plan.serving_setup,
+HOT = [plan, inference.plan_inference, estimate.plan_performance, serving_setup.serving_setup,
        serving_plan.serving_performance, serving_plan.saturation_concurrency, batching.serving_estimate,
-       batching._steady, batching._dense_steady, batching._ttft, serving._dense_step, figures.put_rate, figures.put_time,
+       batching._steady, batching._dense_steady, batching._ttft, dense_step._dense_step, figures.put_rate, figures.put_time,
        # what a serving plan hands its estimate and the estimate's calls on it (stop 58, perfserve5)
        figures.put_serving_figures, handed_memos.handed_context, handed_memos.handed_pair, serving_handoff.hand_over,
        serving_handoff.handed, serving_handoff.shaped_kv_bytes, kv.kv_cache_bytes_and_shape,

@@ -10,7 +10,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner._examples import llama_3_1_8b
-from anchorgpu.planner.speed.assumption_lines import step_line
+from anchorgpu.planner.speed.training_lines import step_line
 from cli_runner import run
 
 

@@ -11,7 +11,8 @@ from anchorgpu.errors import InvalidConfig, InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.memory.activations import korthikanti_layer_activation_bytes, layer_activation_bytes
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 S, B = 4096, 1
 

@@ -18,7 +18,8 @@ from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
 from anchorgpu.planner.speed.flops import moe_block_params, training_flops_per_token
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 from cli_runner import run
 
 ZOO_LAYOUT = Layout(gpus=256, tp=4, pp=8, dp=8, ep=8, zero=1, virtual_stages=4)

@@ -35,7 +35,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recipes import build_recipe, flag_data
 from anchorgpu.recommend import recommend
 from cli_runner import run, run_json
@@ -93,7 +93,8 @@ def test_an_mla_latent_cache_shrinks_the_same_way() -> None:
 
 def test_the_serving_speed_reads_the_nvfp4_bytes_and_says_the_kernels_are_not_timed() -> None:
     from anchorgpu.planner.speed.estimate import plan_performance
-    from anchorgpu.planner.speed.serving_plan import NVFP4_KV_SPEED_LINE, serving_setup
+    from anchorgpu.planner.speed.serving_plan import NVFP4_KV_SPEED_LINE
+    from anchorgpu.planner.speed.serving_setup import serving_setup
 
     base = load_model("llama-3.1-8b")
     nv, fp8 = (plan(base, WORK, precision=PrecisionPlan(kv_cache=k), gpu=get_gpu("b200")) for k in ("nvfp4", "fp8"))

@@ -22,7 +22,8 @@ from anchorgpu.planner.memory.op_sac import op_sac_layer
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.flops import training_flops_per_token
 from anchorgpu.planner.speed.runs import load_runs, training_plan_of
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 GIB = 2**30
 RUNS = {run.id: run for run in load_runs()}

@@ -144,7 +144,8 @@ def test_the_optimizer_step_reads_and_writes_the_state_it_keeps(state: str) -> N
     """The speed model's optimizer update is memory-bound: 16-bit state shortens it by the bytes it saves, read once
     and written once; every other part of the step is the same."""
     from anchorgpu.planner.speed.calibration import calibration
-    from anchorgpu.planner.speed.training import TrainLayout, training_step
+    from anchorgpu.planner.speed.train_layout import TrainLayout
+    from anchorgpu.planner.speed.training import training_step
 
     lay = TrainLayout(gpus=8, tp=1, pp=1, dp=8, zero=1)
     fp32, low = (training_step(_model(), get_gpu("h100"), lay, seq_tokens=2048, global_batch_tokens=2**20,

@@ -24,8 +24,8 @@ from anchorgpu.planner import (
 )
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._examples import llama_3_1_8b, llama_3_1_70b
-from anchorgpu.planner.formats import model_weight_parts
 from anchorgpu.planner.warnings import make_warning
+from anchorgpu.planner.weight_parts import model_weight_parts
 from anchorgpu.units import GIB
 
 

@@ -24,7 +24,8 @@ from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.links import group_link
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 from cli_runner import run
 
 LLAMA = load_model("llama-3.1-8b")

@@ -130,7 +130,7 @@ def test_the_readme_quotes_these_figures() -> None:
     from pathlib import Path
 
     from anchorgpu.catalog import load_catalog
-    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import recommend
 
     readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())

@@ -17,12 +17,14 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
-from anchorgpu.planner.formats import format_for_model, model_weight_parts
+from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.memory import serving_expert_tp, shard_share
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.experts import routed_weight_bytes_share_per_gpu
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.planner.terms import split_weights_bytes
+from anchorgpu.planner.weight_parts import model_weight_parts
 from anchorgpu.recommend import shapes_from_catalog
 
 QWEN = "qwen3-235b-a22b"

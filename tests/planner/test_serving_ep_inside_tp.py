@@ -14,7 +14,8 @@ from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.serving_layouts import _serving_layouts, ep_inside_tp_sizes
 from anchorgpu.planner.speed.serving_ranking import split_words
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recipes import build_recipe
 from anchorgpu.recommend import shapes_from_catalog
 

@@ -19,7 +19,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.serving_stages import STAGES_RULE
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 from anchorgpu.recommend.selection import best_serving_per_group
 

@@ -26,7 +26,7 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.errors import InvalidConfig
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import PrecisionPlan, Workload, plan
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import recommend
 from cli_runner import run_json
 

@@ -19,7 +19,8 @@ from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_jso
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.estimate import serving_setup
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 
 MAMBA_2_8B_STATE = 64 * (5120 * 3 + 5120 * 16) * 2  # 64 layers · (conv 5120·3 + SSM 5120·16) · 2 bytes

@@ -40,8 +40,8 @@ def test_stages_given_are_kept_and_the_recipe_refuses_them(capsys: pytest.Captur
 def test_recommends_sweep_holds_the_same_dimensions() -> None:
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.sweep import HardwareShape
     from anchorgpu.planner.sweep_grid import layout_grid
+    from anchorgpu.planner.sweep_types import HardwareShape
 
     model = load_model("llama-3.1-70b")
     shapes = [HardwareShape(id="h100x8", gpu=get_gpu("h100"), gpus_per_server=8, max_servers=8, scale_out=True)]

@@ -17,7 +17,8 @@ from anchorgpu.planner.speed.estimate import (
     plan_performance,
     request_tokens,
 )
-from anchorgpu.planner.speed.serving_plan import serving_core, serving_saturation, serving_setup
+from anchorgpu.planner.speed.serving_plan import serving_core, serving_saturation
+from anchorgpu.planner.speed.serving_setup import serving_setup
 
 CASES = [  # (model, gpu, layout, weights, engine, concurrency)
     ("llama-3.1-70b", "h100", Layout(gpus=4, tp=4), "fp8", "vllm", 32),

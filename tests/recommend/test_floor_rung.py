@@ -17,8 +17,9 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
 from anchorgpu.planner.sweep_floor import floor_rungs
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import recommend, shapes_from_catalog
 from anchorgpu.recommend.eligibility import engine_cap
 from cli_runner import run_json

@@ -12,7 +12,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner import Workload
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import recommend
 from cli_runner import run
 

@@ -20,9 +20,10 @@ from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
 from anchorgpu.planner.serving_request import request_media
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.sweep import BATCH_LADDER, SweepSpec, sweep
+from anchorgpu.planner.sweep import BATCH_LADDER, sweep
 from anchorgpu.planner.sweep_grid import layout_grid
 from anchorgpu.planner.sweep_ladder import most_sequences
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 from cli_runner import run_json
 

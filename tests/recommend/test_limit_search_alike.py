@@ -12,8 +12,9 @@ import anchorgpu.planner.sweep_serving_limits as sweep_serving_limits
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Workload
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
 from anchorgpu.planner.sweep_floor import INTERPOLATED_ROUNDS, UserLimits, limit_rungs, limit_sequences
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 
 

@@ -24,9 +24,10 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.estimate import serving_setup
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
 from anchorgpu.planner.sweep_floor import UserLimits
 from anchorgpu.planner.sweep_grid import Layouts, layout_grid, tick_groups, tick_pairs
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 
 SHAPES = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=1) if s.id == "h200-8x-bm")

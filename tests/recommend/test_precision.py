@@ -25,7 +25,7 @@ from anchorgpu.config import Settings
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.formats import format_for_model, shipped_format
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import recommend, recommendation_to_json
 from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
 

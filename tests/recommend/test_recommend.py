@@ -16,7 +16,7 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.cli import main
 from anchorgpu.errors import InvalidInput
 from anchorgpu.planner import Workload
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.quotes import price_quote
 from anchorgpu.recommend import recommend, recommendation_to_json
 

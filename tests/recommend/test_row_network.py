@@ -20,7 +20,8 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import network_bytes_per_s_per_gpu, shapes_from_catalog
 from anchorgpu.recommend.shapes import network_gbit_per_s_per_gpu
 from cli_runner import run_json

@@ -22,7 +22,8 @@ from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.overrides import calibrated
-from anchorgpu.planner.sweep import HardwareShape, SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import HardwareShape, SweepSpec
 from anchorgpu.recommend import recommend, recommendation_to_json
 from anchorgpu.recommend.ceilings import row_ceilings
 

@@ -11,7 +11,8 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Workload
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 from anchorgpu.recommend.selection import best_per_group, best_serving_per_group, stages_on_scale_up_grid
 

@@ -14,7 +14,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.sglang import sglang_settings
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import recommend, recommendation_to_json
 from anchorgpu.recommend.eligibility import miss_reason
 

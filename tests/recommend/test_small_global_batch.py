@@ -15,7 +15,8 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 from anchorgpu.recommend.eligibility import miss_reason
 from anchorgpu.recommend.selection import closest_miss, group_keys

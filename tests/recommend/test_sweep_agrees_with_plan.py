@@ -31,8 +31,10 @@ from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.flops import train_kind
 from anchorgpu.planner.speed.pipeline import default_batch_tokens, pipeline_schedule
 from anchorgpu.planner.speed.serving import decode_step
-from anchorgpu.planner.speed.training import TrainLayout, training_step
-from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepResult, SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 from sweep_rows import plan_of_row
 
@@ -66,7 +68,7 @@ INFERENCE_CASES = {
     # gpt-oss on TensorRT-LLM: its AUTO MoE backend, TRTLLM-gen on Blackwell for NVFP4 (the measured falloff), CUTLASS
     # elsewhere and for the formats TRTLLM-gen does not take (speed.moe_backend), per GPU and weight format
     "gpt-oss-moe-trtllm": ("gpt-oss-120b", dict(context_tokens=4096, concurrency=64, engine="trtllm")),
-    # SGLang: its KV pool and budget, and its steps' terms (speed.serving_plan.sglang_step_terms): decode-only steps
+    # SGLang: its KV pool and budget, and its steps' terms (speed.serving_setup.sglang_step_terms): decode-only steps
     # padded to the CUDA graph that holds the batch (eager above cuda_graph_max_bs), over the batch ladder
     "qwen3-32b-sglang-ladder": ("qwen3-32b", dict(context_tokens=8192, engine="sglang")),
     "qwen3-30b-moe-sglang": ("qwen3-30b-a3b", dict(context_tokens=4096, concurrency=100, engine="sglang")),
@@ -274,7 +276,7 @@ def test_a_pipelined_training_row_is_what_plan_chooses_for_its_layout() -> None:
     while ``plan`` given the same TP, PP, DP and ZeRO interleaves 10 chunks a GPU (the bubble a tenth). The sweep runs
     a pipelined layout interleaved as the chooser would, so the row is that plan's memory and speed, every figure.
     The row was ZeRO-2 (41,738 tok/s, no recompute) until Megatron's ZeRO-2 with pipeline stages was refused
-    (Megatron-FSDP runs none: layout_resolution.sharded_pipeline_refusal); ZeRO-1 keeps the gradients whole and fits
+    (Megatron-FSDP runs none: layout_checks.sharded_pipeline_refusal); ZeRO-1 keeps the gradients whole and fits
     this split only with full recompute, at micro-batch 4."""
     model, gpu = load_model("llama-3.1-70b"), get_gpu("h100")
     shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=4) if s.id == "h100-sxm-8x-bm")
@@ -519,7 +521,7 @@ def test_sglang_rows_that_fit_run_every_request_under_sglangs_admission(case: st
 # Encoder-decoders and a model that reads its images through cross-attention: plan times their requests with the
 # encoder's (or vision tower's) prefill work as prompt tokens that keep no decoder K/V, and every decode step reads the
 # decoder's own K/V and the cross-attention K/V over the encoder's output or the images
-# (speed.serving_plan.serving_setup). The sweep timed them as text models: Whisper at a 224-token prompt and 224 output
+# (speed.serving_setup.serving_setup). The sweep timed them as text models: Whisper at a 224-token prompt and 224 output
 # tokens with no cross-attention reads, where plan times 4 decoder prompt + 1,055 encoder-equivalent tokens, 256
 # output tokens and 240 MB of cross-attention K/V read a step (one H100, TP 1).
 CROSS_CASES = {  # the model, the workload, the --prompt and the --output-tokens given (None: not given)
@@ -561,7 +563,7 @@ def test_cross_attention_rows_are_timed_as_plan_times_them(case: str) -> None:
 
 # Vision models that keep their image tokens in the decoder's context (Qwen2.5-VL, Gemma 3, LLaVA): plan times a prompt
 # of the text, the image tokens and the vision tower's work as tokens of the same cost, and a decode step that reads
-# that whole prompt's K/V (media.speed_request; speed.serving_plan.serving_setup). The sweep timed them as text models:
+# that whole prompt's K/V (media.speed_request; speed.serving_setup.serving_setup). The sweep timed them as text models:
 # qwen2.5-vl-7b for 16 users on one L40S at a 1,024-token prompt, 586.8 tok/s and 69 ms to the first token, where plan
 # times 1,024 text + 1,369 image + 524 vision-tower tokens at 445.0 tok/s and 259 ms (`anchorgpu plan qwen2.5-vl-7b
 # --gpu l40s --concurrency 16`). Each case: the model, the workload, the --prompt and the --output-tokens given (None:

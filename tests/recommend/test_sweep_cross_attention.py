@@ -15,7 +15,8 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 
 SHAPES = shapes_from_catalog(load_catalog().offerings, max_servers=2)

@@ -12,11 +12,12 @@ from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Workload
 from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
-from anchorgpu.planner.sweep import BATCH_LADDER, SweepSpec
+from anchorgpu.planner.sweep import BATCH_LADDER
 from anchorgpu.planner.sweep_grid import layout_grid
 from anchorgpu.planner.sweep_serving import _time_to_first_token
 from anchorgpu.planner.sweep_serving_memory import kv_factors, memory_terms
 from anchorgpu.planner.sweep_serving_ticks import Ticks
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 
 

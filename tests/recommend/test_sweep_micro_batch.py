@@ -21,9 +21,10 @@ from anchorgpu.planner.inputs import recompute_ladder
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.interleave_choice import deepest_interleave
 from anchorgpu.planner.speed.pipeline import interleaving_refusal
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, training_step
 from anchorgpu.planner.sweep_search import fastest_fitting
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recipes.for_results import attach_recipes
 from anchorgpu.recommend import recommend
 from anchorgpu.recommend.render import recommendation_to_json

@@ -7,7 +7,8 @@ from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Workload
 from anchorgpu.planner.inputs import Overheads
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.planner.terms import overhead_rule_line
 from anchorgpu.recommend import shapes_from_catalog
 

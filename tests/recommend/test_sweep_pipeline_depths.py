@@ -1,5 +1,5 @@
 """The training sweep behind ``recommend`` tries the pipeline depths and the ZeRO stages with pipeline stages that
-``plan``'s layout chooser tries (inputs.train_pp_sizes, speed.layouts.sharded_with_stages), so on the same GPUs its
+``plan``'s layout chooser tries (train_sizes.train_pp_sizes, speed.layouts.sharded_with_stages), so on the same GPUs its
 best row is plan's choice. Before, the sweep stopped at PP 8 and priced FSDP with pipeline stages on Megatron, which
 the chooser never tries (Megatron-FSDP runs no pipeline stages): on 16 H100 servers recommend answered Llama 3.1 405B
 with DP 128 FSDP at 24,588 tok/s where plan chooses TP 8 x PP 16 at 25,190, and on 11 it answered TP 4 PP 2 DP 11 FSDP
@@ -13,9 +13,11 @@ from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
-from anchorgpu.planner.inputs import RECOMPUTES, train_pp_sizes
+from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
+from anchorgpu.planner.train_sizes import train_pp_sizes
 from anchorgpu.recommend import shapes_from_catalog
 
 

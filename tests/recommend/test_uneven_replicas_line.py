@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Workload
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import recommend, recommendation_to_json
 
 NOW = datetime(2026, 12, 6, 12, tzinfo=UTC)

@@ -13,7 +13,7 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Workload
 from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
-from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import recommend, recommendation_to_json
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)

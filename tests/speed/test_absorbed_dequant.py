@@ -6,7 +6,7 @@ sgl-project/sglang ``python/sglang/srt/models/deepseek_v2.py`` (commits 00114aef
 products run ``torch.bmm(x.to(torch.bfloat16), self.w_kc.to(torch.bfloat16) * self.w_scale)`` (and ``w_vc``): a cast
 and a scale before each product, every step. InferenceMAX's DeepSeek-R1 rows on MI300X/MI325X/MI355X (SGLang v0.5.2,
 ROCm 7.0, SGLANG_USE_AITER=1; ``IM-DSR1-MI*``) are timed with them (``absorbed_dequant``), and so is every plan for
-SGLang of an FP8 MLA model on an AMD GPU (``serving_plan.sglang_step_terms``); a vLLM plan is not.
+SGLang of an FP8 MLA model on an AMD GPU (``serving_setup.sglang_step_terms``); a vLLM plan is not.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from anchorgpu.planner.speed.launches import (
 )
 from anchorgpu.planner.speed.runs import _serve_plan, load_runs, predict, serve_plan_of
 from anchorgpu.planner.speed.serving import decode_step
-from anchorgpu.planner.speed.serving_plan import serving_setup
+from anchorgpu.planner.speed.serving_setup import serving_setup
 
 ROCM_DSR1 = ("IM-DSR1-MI300X-1k-1k-C4", "IM-DSR1-MI300X-1k-1k-C16", "IM-DSR1-MI300X-1k-1k-C64",
              "IM-DSR1-MI325X-1k-1k-C4", "IM-DSR1-MI325X-1k-1k-C16", "IM-DSR1-MI355X-1k-1k-C4",

@@ -15,13 +15,8 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.speed.calibrate import set_of
-from anchorgpu.planner.speed.runs import (
-    _serve_plan,
-    attention_dp_extra_weights_bytes,
-    load_runs,
-    predict,
-    serve_plan_of,
-)
+from anchorgpu.planner.speed.row_engines import attention_dp_extra_weights_bytes
+from anchorgpu.planner.speed.runs import _serve_plan, load_runs, predict, serve_plan_of
 from anchorgpu.planner.terms import split_weights_bytes
 
 ROWS = {run.id: run for run in load_runs()}

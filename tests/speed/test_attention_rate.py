@@ -23,7 +23,8 @@ from anchorgpu.planner.speed.calibration import calibration, read_calibration_do
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token
 from anchorgpu.planner.speed.serving import ServingSetup, decode_step
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 
 def _measured() -> Calibration:

@@ -11,7 +11,7 @@ import statistics
 
 import pytest
 
-from anchorgpu.planner.speed import calibrate
+from anchorgpu.planner.speed import calibrate, fitting
 from anchorgpu.planner.speed.calibration import calibration, read_calibration_doc
 from anchorgpu.planner.speed.runs import load_runs, predict
 
@@ -121,8 +121,8 @@ def test_shipped_constants_are_the_fit_of_the_shipped_rows() -> None:
     """Refitting gives the shipped constants back: the fit starts every constant from its bounds' geometric mean,
     not from the file (started from the file, two states took turns at each --write, about 1e-5 apart)."""
     cal = calibration()
-    names = [n for group in calibrate.FITTED.values() for n in group]
-    refit = calibrate.fit(cal, load_runs())
+    names = [n for group in fitting.FITTED.values() for n in group]
+    refit = fitting.fit(cal, load_runs())
     for name in names:  # the file keeps nine significant digits
         assert getattr(refit.stacks["cuda"], name) == pytest.approx(getattr(cal.stacks["cuda"], name), rel=1e-6), name
     for run in load_runs():
@@ -169,7 +169,7 @@ def test_rocm_serving_is_fitted_with_its_own_bf16_to_fp8_ratio() -> None:
     serving before the ROCm BF16 figure was final left RS8 at +48% and the held-out RS9 at +79%. Refitting
     now must reproduce the shipped constants, and the held-out MI300X rows stay within 35%
     (benchmarks/rocm_rows_findings.md: RS7, RS9, RS10)."""
-    refit = calibrate.fit(calibration(), load_runs(), "rocm").stacks["rocm"]
+    refit = fitting.fit(calibration(), load_runs(), "rocm").stacks["rocm"]
     shipped = calibration().stacks["rocm"]
     assert refit.serve_matmul_efficiency == pytest.approx(shipped.serve_matmul_efficiency, rel=0.02)
     assert refit.train_matmul_efficiency == pytest.approx(shipped.train_matmul_efficiency, rel=0.02)
@@ -183,7 +183,7 @@ def test_trtllm_rows_run_at_the_batch_trtllm_bench_gives_its_engine() -> None:
     vLLM's 1,024; the engine then runs what the cache holds at prompt + output tokens each."""
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.runs import trtllm_bench_limits
+    from anchorgpu.planner.speed.row_engines import trtllm_bench_limits
 
     model, gpu = load_model("llama-3.1-8b"), get_gpu("h100-sxm")
     # 2 x 32 layers x 8 KV heads x 128 x 1 B (FP8) = 65,536 B a token; (80 GiB - 8.03 GB) x 0.95 / (65,536 x 256)
@@ -221,9 +221,9 @@ def test_the_fit_starts_from_the_bounds_not_the_shipped_file() -> None:
     geometric mean, so the fit depends on the rows alone."""
     import math
 
-    for name, (lo, hi) in calibrate.BOUNDS.items():
-        assert calibrate._from_z(name, 0.0) == pytest.approx(math.sqrt(lo * hi))
-        assert lo <= calibrate._from_z(name, -1e9) <= calibrate._from_z(name, 1e9) <= hi
+    for name, (lo, hi) in fitting.BOUNDS.items():
+        assert fitting._from_z(name, 0.0) == pytest.approx(math.sqrt(lo * hi))
+        assert lo <= fitting._from_z(name, -1e9) <= fitting._from_z(name, 1e9) <= hi
 
 
 def test_mixture_of_experts_and_pipeline_serving_say_how_far_off_they_fell() -> None:

@@ -17,9 +17,10 @@ from anchorgpu.architectures import load_model
 from anchorgpu.architectures.loader import load_with_hf_quant_config
 from anchorgpu.architectures.quantization import read_quantization
 from anchorgpu.errors import InvalidConfig
-from anchorgpu.planner.formats import format_for_model, model_weight_parts
+from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.speed.experts import routed_weight_bytes_share_per_gpu
 from anchorgpu.planner.speed.runs import _model, load_runs
+from anchorgpu.planner.weight_parts import model_weight_parts
 
 AMD = "amd-deepseek-r1-0528-mxfp4-preview.quark-card.json"
 NV_V2 = "nvidia-deepseek-r1-0528-fp4-v2.restated.hf_quant_config.json"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from anchorgpu.planner.inputs import Recompute
 from anchorgpu.planner.speed.chooser_climb import climbers
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
 
 LEVELS: tuple[Recompute, ...] = ("none", "full")
 FIRST = TrainLayout(gpus=64, tp=1, pp=2, dp=32, ep=8, zero=1)

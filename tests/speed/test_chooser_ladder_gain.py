@@ -12,7 +12,8 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.inputs import Recompute
 from anchorgpu.planner.speed.chooser_margin import LADDER_GAIN
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 SAMPLE = [
     ("qwen3-30b-a3b", "h100", TrainLayout(gpus=64, tp=1, pp=1, dp=64, ep=8, zero=1)),

@@ -1,6 +1,6 @@
 """The training chooser (and the recommend sweep, and "What would fit") try context parallelism past 8 where the
 sequence is long enough: every power of two that divides it and leaves each GPU 4,096 of its tokens or more
-(``inputs.train_cp_sizes``). Before, CP stopped at 8: Llama 3.1 8B at 1,048,576 tokens on 1,024 H100 was given TP 8 x
+(``train_sizes.train_cp_sizes``). Before, CP stopped at 8: Llama 3.1 8B at 1,048,576 tokens on 1,024 H100 was given TP 8 x
 PP 4 x CP 8 x DP 4 at 122,304 tok/s, where ``--cp 64 --tp 8`` by hand runs 489,226 (stop54_qa10 "left" item 2);
 Llama 3's own 128K stage ran CP 16 (arXiv:2407.21783 Table 4: TP 8, CP 16, PP 16 on 16,384 H100)."""
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
-from anchorgpu.planner.inputs import CP_MIN_TOKENS_PER_RANK, train_cp_sizes
 from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.planner.train_sizes import CP_MIN_TOKENS_PER_RANK, train_cp_sizes
 
 
 def test_sequences_of_32k_and_less_keep_the_sizes_tried_before() -> None:

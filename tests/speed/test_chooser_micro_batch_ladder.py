@@ -19,7 +19,8 @@ from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed import layouts
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, climb_ladder
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 
 QWEN3_30B = "qwen3-30b-a3b"

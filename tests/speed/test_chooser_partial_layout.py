@@ -12,8 +12,8 @@ from __future__ import annotations
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner.layout_choice import training_layout_open
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.suggest import training_layout_open
 
 H100 = get_gpu("h100")
 

@@ -19,7 +19,8 @@ from anchorgpu.planner.speed import rung_bound
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.rung_bound import growth_of, rung_tokens_per_s_bound
-from anchorgpu.planner.speed.training import TrainLayout, tokens_per_s_bound
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import tokens_per_s_bound
 
 SPLITS = [  # (tp, cp, pp, ep, virtual stages, tp and EP overlap) of 64 GPUs
     (1, 1, 1, 1, 1, False),

@@ -17,7 +17,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 
 WORK = Workload(task="train", seq_tokens=4096)

@@ -16,7 +16,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload
 from anchorgpu.planner.speed import chooser_order, layouts
 from anchorgpu.planner.speed.flops import train_kind
-from anchorgpu.planner.speed.training import TrainLayout, tokens_per_s_bound, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import tokens_per_s_bound, training_step
 
 BATCH_TOKENS = 4 * 2**20
 CASES = [("llama-3.1-70b", 512, "h100", 4096, "train"), ("llama-3.1-8b", 16, "a100-40gb-sxm", 8192, "train"),

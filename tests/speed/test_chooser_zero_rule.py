@@ -1,5 +1,5 @@
 """The training chooser tries ZeRO-1, ZeRO-2 and FSDP (on Megatron ZeRO-2 and FSDP without pipeline stages: both are
-Megatron-FSDP, which does not run them, layout_resolution.sharded_pipeline_refusal; on the PyTorch-native stack
+Megatron-FSDP, which does not run them, layout_checks.sharded_pipeline_refusal; on the PyTorch-native stack
 ZeRO-2 without them, DeepSpeed's pipeline engine refusing it, and FSDP with them too, as torchtitan runs FSDP2 under its pipeline schedules), and the sentence of the layout it chose says so.
 ZeRO-2 is searched now that its step time counts what keeping a shard of the gradients costs: every micro-batch's
 backward reduces its own gradients (:mod:`anchorgpu.planner.speed.zero2`), so it no longer wins ZeRO-1's layouts at

@@ -23,7 +23,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.data_parallel import collective_sm_share, data_parallel_terms
 from anchorgpu.planner.speed.runs import load_runs, predict
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
 from anchorgpu.planner.speed.zero2 import BACKWARD_SHARE
 
 H100 = get_gpu("h100-sxm")

@@ -9,7 +9,8 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.links import data_parallel_link, group_link
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 H100 = get_gpu("h100")
 NIC = 50e9  # 400 Gb/s a GPU

@@ -67,7 +67,7 @@ def test_recommend_rows_with_the_users_efficiencies_carry_no_calibrated_band_eit
     from anchorgpu.architectures import load_model
     from anchorgpu.catalog import load_catalog
     from anchorgpu.planner.inputs import Workload
-    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend.service import recommend, recommendation_to_json
     from anchorgpu.units import parse_term
 

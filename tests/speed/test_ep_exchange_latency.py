@@ -1,7 +1,7 @@
 """The expert-parallel exchange under attention data parallelism (EP wider than TP): each of its two collectives, an
 all-gather of the tokens and a reduce-scatter of the experts' outputs, pays NCCL's measured all-gather /
 reduce-scatter latency for the group's size inside an NVLink server, not the 8-GPU all-reduce latency (15 us)
-the link carries (benchmarks/trtllm_gptoss_findings.md, branch trtdep; ``step_constants.ep_exchange_latency_s``).
+the link carries (benchmarks/trtllm_gptoss_findings.md, branch trtdep; ``engine_terms.ep_exchange_latency_s``).
 
 Figures: AIConfigurator 0.12.0's ``systems/data/b200_sxm/comm/nccl/2.27.5/nccl_perf.parquet`` (half, 256 bytes):
 all_gather 8.41 / 11.21 us and reduce_scatter 8.32 / 11.26 us on 2 / 4 B200s; h200_sxm 2.26.2 over 8 GPUs 10.34 and
@@ -16,7 +16,7 @@ from importlib import resources
 
 import pytest
 
-from anchorgpu.planner.speed import step_constants
+from anchorgpu.planner.speed import engine_terms, step_constants
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import serving_setup
 from anchorgpu.planner.speed.links import Link
@@ -51,13 +51,13 @@ def test_lookup_by_group_size_and_fallbacks() -> None:
     gpu = _serve_plan(b200.id).gpu
     nvlink = Link(kind="scale-up", bytes_per_s=9e11, latency_s=1.5e-5, description="")
     table = cal.ep_exchange_latency_s["b200"]
-    assert step_constants.ep_exchange_latency_s(gpu, nvlink, 2, cal) == table[2]
-    assert step_constants.ep_exchange_latency_s(gpu, nvlink, 3, cal) == table[4]  # the next size given
-    assert step_constants.ep_exchange_latency_s(gpu, nvlink, 16, cal) == 1.5e-5  # beyond the table: the link's
+    assert engine_terms.ep_exchange_latency_s(gpu, nvlink, 2, cal) == table[2]
+    assert engine_terms.ep_exchange_latency_s(gpu, nvlink, 3, cal) == table[4]  # the next size given
+    assert engine_terms.ep_exchange_latency_s(gpu, nvlink, 16, cal) == 1.5e-5  # beyond the table: the link's
     network = Link(kind="network", bytes_per_s=5e10, latency_s=3e-5, description="")
-    assert step_constants.ep_exchange_latency_s(gpu, network, 2, cal) == 3e-5  # off the NVLink domain
+    assert engine_terms.ep_exchange_latency_s(gpu, network, 2, cal) == 3e-5  # off the NVLink domain
     ideal = Link(kind="scale-up", bytes_per_s=9e11, latency_s=0.0, description="")
-    assert step_constants.ep_exchange_latency_s(gpu, ideal, 2, cal) == 0.0  # the ceiling has no latency
+    assert engine_terms.ep_exchange_latency_s(gpu, ideal, 2, cal) == 0.0  # the ceiling has no latency
 
 
 @pytest.mark.parametrize(("row_id", "ep"), [("IMT-OSS-B200-1k-1k-DEP2-C64", 2), ("IMT-OSS-B200-1k-1k-DEP4-C64", 4)])

@@ -16,7 +16,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.experts import ranks_reached
 from anchorgpu.planner.speed.links import all_to_all_s, expert_dispatch_s, group_link, p2p_s
 from anchorgpu.planner.speed.runs import load_runs, predict
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 H100 = get_gpu("h100")
 NIC = 50e9  # 400 Gb/s a GPU, the model zoo's InfiniBand 8 x 50 GB/s a server

@@ -19,12 +19,13 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
-from anchorgpu.planner.speed import calibrate
+from anchorgpu.planner.speed import calibrate, fitting
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer, expert_launch_s
 from anchorgpu.planner.speed.runs import Run, load_runs, predict
-from anchorgpu.planner.speed.training import BREAKDOWN_KEYS, TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import BREAKDOWN_KEYS, training_step
 
 RUNS = load_runs()
 MOE_TRAIN = [run for run in RUNS if run.phase == "train" and calibrate.band_kind(run) == "moe"]
@@ -66,10 +67,10 @@ def test_the_step_reports_the_launch_time_as_its_own_part() -> None:
 
 def test_the_constant_is_fitted_on_every_third_megatron_bridge_moe_row_only() -> None:
     k = calibration().stacks["cuda"]
-    lo, hi = calibrate.BOUNDS["moe_host_s_per_expert_gemm"]
+    lo, hi = fitting.BOUNDS["moe_host_s_per_expert_gemm"]
     assert lo < k.moe_host_s_per_expert_gemm < hi
-    assert calibrate.FITTED["train-moe"] == ("moe_host_s_per_expert_gemm",)
-    fitted = [run.id for run in calibrate._group_rows(RUNS, "train-moe", "cuda")]
+    assert fitting.FITTED["train-moe"] == ("moe_host_s_per_expert_gemm",)
+    fitted = [run.id for run in fitting._group_rows(RUNS, "train-moe", "cuda")]
     bridge_moe = [run.id for run in MOE_TRAIN if run.row.get("set") == "megatron-bridge"]
     assert fitted == bridge_moe[::3]
 

@@ -17,7 +17,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.runs import load_runs, predict
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 from cli_runner import run, run_json
 
 RUNS = {run.id: run for run in load_runs()}

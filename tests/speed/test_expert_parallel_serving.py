@@ -16,7 +16,7 @@ import pytest
 
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner.formats import get_format, model_weight_parts
+from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, group_link
 from anchorgpu.planner.speed.serving import (
@@ -25,6 +25,7 @@ from anchorgpu.planner.speed.serving import (
     expert_rows_factor,
     routed_weight_bytes_share_per_gpu,
 )
+from anchorgpu.planner.weight_parts import model_weight_parts
 from cli_runner import run_json
 
 MODEL = load_model("qwen3-30b-a3b")

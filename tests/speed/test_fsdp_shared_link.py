@@ -16,7 +16,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
 from anchorgpu.planner.speed.links import ring_latency_s
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 from anchorgpu.planner.speed.zero2 import BACKWARD_SHARE
 
 H100 = get_gpu("h100")

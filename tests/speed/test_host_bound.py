@@ -26,7 +26,8 @@ from anchorgpu.planner.speed.estimate import serving_setup
 from anchorgpu.planner.speed.links import host_kind
 from anchorgpu.planner.speed.runs import load_runs, predict
 from anchorgpu.planner.speed.serving import ServingSetup, decode_step
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 from cli_runner import run_json
 from sweep_rows import plan_of_row

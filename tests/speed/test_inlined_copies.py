@@ -44,7 +44,8 @@ from anchorgpu.planner.speed.flops import _ATTENTION_CACHE, decode_attention_flo
 from anchorgpu.planner.speed.moe_backend import trtllm_moe_backend, vllm_moe_backend
 from anchorgpu.planner.speed.request_cycle import request_step_s
 from anchorgpu.planner.speed.serving_capacity import full_length_concurrency, kv_bytes_per_gpu
-from anchorgpu.planner.speed.serving_plan import context_of, serving_saturation, serving_setup
+from anchorgpu.planner.speed.serving_plan import context_of, serving_saturation
+from anchorgpu.planner.speed.serving_setup import serving_setup
 from anchorgpu.planner.speed.step_constants import _pair
 from anchorgpu.units import at_least, clamp
 

@@ -14,7 +14,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.pipeline import interleaving_refusal, pipeline_bubble_stage_times
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 from cli_runner import run
 
 ISSUE = ("plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "64", "--global-batch", "4096",

@@ -20,7 +20,8 @@ from anchorgpu.planner.speed import calibrate
 from anchorgpu.planner.speed.calibration import calibration, read_calibration_doc
 from anchorgpu.planner.speed.estimate import MOE_TRAIN_CAVEAT_LABEL, plan_performance
 from anchorgpu.planner.speed.runs import load_runs, predict
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 from cli_runner import run_json
 
 ROWS = [run for run in load_runs() if run.row.get("set") == "megatron-bridge"]

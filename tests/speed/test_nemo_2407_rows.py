@@ -13,7 +13,8 @@ import pytest
 
 from anchorgpu.planner.speed import calibrate
 from anchorgpu.planner.speed.runs import _model, load_runs, predict
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 ROWS = {run.id: run for run in load_runs() if run.row.get("set") == "nemo-2407"}
 # the table's tokens/s/GPU and model TFLOP/s/GPU of each row

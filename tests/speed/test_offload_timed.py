@@ -11,7 +11,8 @@ from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.offload import host_optimizer_s
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 
 def test_an_offloaded_optimizer_step_costs_its_host_memory_traffic() -> None:

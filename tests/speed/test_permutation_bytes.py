@@ -17,7 +17,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration, read_calibration_doc
 from anchorgpu.planner.speed.experts import permutation_bytes, ranks_reached
 from anchorgpu.planner.speed.runs import load_runs
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 GPU = get_gpu("b200")
 LAYOUT = TrainLayout(gpus=8, dp=8, ep=8, zero=1)

@@ -66,7 +66,8 @@ def test_the_sweep_carries_whole_chunks_over_stages_as_the_planner_does() -> Non
     from anchorgpu.catalog import load_catalog
     from anchorgpu.planner.speed.batching import prefill_chunk_share, serving_estimate
     from anchorgpu.planner.speed.estimate import serving_setup
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
 
     model = load_model("gpt-oss-120b")

@@ -1,5 +1,5 @@
 """TensorRT-LLM's pipeline-parallel loop works through every running request once a micro-batch
-(speed.step_constants.host_passes_per_cycle).
+(speed.engine_terms.host_passes_per_cycle).
 
 Sources: NVIDIA/TensorRT-LLM@9521caf tensorrt_llm/_torch/pyexecutor/py_executor.py ``_executor_loop_pp`` (one loop
 iteration per micro-batch, ``num_micro_batches = pp_size``; each iteration calls ``_schedule()`` and
@@ -18,9 +18,9 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.engine_terms import host_passes_per_cycle
 from anchorgpu.planner.speed.runs import load_runs, predict
 from anchorgpu.planner.speed.serving import ServingSetup, decode_step
-from anchorgpu.planner.speed.step_constants import host_passes_per_cycle
 
 
 def test_only_trtllm_with_stages_walks_every_request_at_each_micro_batch() -> None:

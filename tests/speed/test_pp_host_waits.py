@@ -1,5 +1,5 @@
 """TensorRT-LLM's ranks before the last wait for each forward, so a pipeline cycle adds one pass of the host's work to
-the GPUs' (speed.step_constants.host_waited_passes).
+the GPUs' (speed.engine_terms.host_waited_passes).
 
 Source: ``_executor_loop_pp`` runs a non-last rank's micro-batch through ``_forward_step_inter_pp``, which records an
 event after ``_forward_step`` and calls ``sampler_event.synchronize()`` before it returns
@@ -19,9 +19,9 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.engine_terms import host_waited_passes
 from anchorgpu.planner.speed.runs import load_runs, predict
 from anchorgpu.planner.speed.serving import ServingSetup, decode_step
-from anchorgpu.planner.speed.step_constants import host_waited_passes
 
 
 def test_only_trtllm_with_stages_waits_for_its_host() -> None:
@@ -75,7 +75,8 @@ def test_the_sweep_waits_for_the_host_as_the_planner_does() -> None:
     from anchorgpu.planner import Workload
     from anchorgpu.planner.speed.batching import serving_estimate
     from anchorgpu.planner.speed.estimate import serving_setup
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
     from sweep_rows import plan_of_row
 

@@ -33,7 +33,8 @@ from anchorgpu.planner.speed.data_parallel import (
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.links import reduce_scatter_s
 from anchorgpu.planner.speed.runs import load_runs, predict
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 H100 = get_gpu("h100")
 SLOW_NIC = 100e9 / 8  # 100 Gb/s a GPU: slow enough that a 70B model's FSDP traffic outruns its micro-batch

@@ -18,7 +18,8 @@ from anchorgpu.planner.speed.dequant import QLORA_BASE_FORMAT, dequant_bytes_per
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.runs import load_runs, predict
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 ROWS = {run.id: run for run in load_runs() if run.row.get("set") == "answerai-fsdp-qlora"}
 # the tables' GPUs, batch a GPU and seconds for 1,024 samples of 2,048 tokens: Llama-2 70B QLoRA ("Recommendations for

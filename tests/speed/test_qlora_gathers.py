@@ -20,7 +20,8 @@ from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import all_gather_s
 from anchorgpu.planner.speed.offload import parameter_fetch_s
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 GPU = get_gpu("rtx-4090")
 FSDP_3 = TrainLayout(gpus=3, dp=3, zero=3)

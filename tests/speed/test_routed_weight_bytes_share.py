@@ -13,11 +13,12 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
-from anchorgpu.planner.formats import format_for_model, model_param_parts, model_weight_parts
+from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import serving_setup
 from anchorgpu.planner.speed.experts import routed_weight_bytes_share_per_gpu
 from anchorgpu.planner.speed.step_constants import _constants
+from anchorgpu.planner.weight_parts import model_param_parts, model_weight_parts
 
 GPT_OSS = load_model("gpt-oss-120b")
 MXFP4 = format_for_model(GPT_OSS, "mxfp4")

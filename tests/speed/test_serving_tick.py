@@ -14,6 +14,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed import serving as sv
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.dense_step import _dense_step
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, allreduce_s, p2p_s
 
 MODELS = ("llama-3.1-70b", "qwen3-30b-a3b")  # dense, and MoE (the routed-expert share of the weights)
@@ -89,5 +90,5 @@ def test_dense_step_is_the_general_step(model_name: str, gpu_name: str, tp: int,
                             max_num_batched_tokens=8192, gpus_per_server=8, host_overlap=host_overlap, engine=engine)
     c, ci = sv._constants(model, gpu, setup, cal, False), sv._constants(model, gpu, setup, cal, True)
     general = sv._step(setup, c, batch, prefill, 2e9, pre, padded_batch=padded, ceiling=ci, head_skip=skip)
-    assert sv._dense_step(setup, c, batch, prefill, 2e9, pre, padded, ci, head_skip=skip) == (
+    assert _dense_step(setup, c, batch, prefill, 2e9, pre, padded, ci, head_skip=skip) == (
         general[0], general[5], general[6])

@@ -13,7 +13,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed import step_constants
 from anchorgpu.planner.speed.calibration import calibration
-from anchorgpu.planner.speed.serving_plan import serving_setup
+from anchorgpu.planner.speed.serving_setup import serving_setup
 
 
 def test_setups_differing_only_in_block_fp8_do_not_share_constants() -> None:

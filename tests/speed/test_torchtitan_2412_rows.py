@@ -66,7 +66,8 @@ def _step(run_id: str, train_stack: str):  # type: ignore[no-untyped-def]
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner.speed.links import power_capped
     from anchorgpu.planner.speed.runs import _as_measured, _model
-    from anchorgpu.planner.speed.training import TrainLayout, training_step
+    from anchorgpu.planner.speed.train_layout import TrainLayout
+    from anchorgpu.planner.speed.training import training_step
 
     r = ROWS[run_id].row
     gpu = _as_measured(power_capped(get_gpu(r["gpu"]), r["power_limit_w"]), r)

@@ -21,7 +21,7 @@ from anchorgpu.planner.speed.chooser_margin import launchers, simpler
 from anchorgpu.planner.speed.layout_margin import MIN_CLASS_PAIRS, training_layout_groups, training_layout_spread
 from anchorgpu.planner.speed.rows_report import report_rows
 from anchorgpu.planner.speed.runs import load_runs
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
 
 
 def test_the_training_margin_is_the_median_over_one_benchmarks_configurations() -> None:

@@ -4,7 +4,7 @@ layer runs inside them (benchmarks/trtllm_gptoss_findings.md).
 The latencies are AIConfigurator 0.12.0's silicon tables (``systems/data/<gpu>/comm/trtllm/1.2.0rc5/
 custom_allreduce_perf.parquet``, smallest message over 8 GPUs: B200 4.82 us, H200 3.50, H100 3.47) where the
 planner's NCCL figure is 15 us; the fusion is read from TensorRT-LLM's ``modeling_gpt_oss.py`` (``forward_tp``:
-``AllReduceFusionOp.RESIDUAL_RMS_NORM``). ``step_constants.allreduce_latency_s``, ``launches.fuses_norms_into_allreduce``.
+``AllReduceFusionOp.RESIDUAL_RMS_NORM``). ``engine_terms.allreduce_latency_s``, ``launches.fuses_norms_into_allreduce``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 from anchorgpu.architectures import load_model
-from anchorgpu.planner.speed.runs import load_runs, serve_plan_of, trtllm_bench_limits
+from anchorgpu.planner.speed.row_engines import trtllm_bench_limits
+from anchorgpu.planner.speed.runs import load_runs, serve_plan_of
 
 ROWS = {run.id: run for run in load_runs()}
 

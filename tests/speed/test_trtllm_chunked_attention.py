@@ -20,7 +20,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
 from anchorgpu.planner.speed.runs import load_runs, predict
-from anchorgpu.planner.speed.serving_plan import serving_setup
+from anchorgpu.planner.speed.serving_setup import serving_setup
 
 
 def _text_model(name: str) -> ModelSpec:
@@ -92,7 +92,8 @@ def test_the_sweep_reads_them_as_plan_does() -> None:
 
     from anchorgpu.catalog import load_catalog
     from anchorgpu.planner.speed.batching import serving_estimate
-    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.planner.sweep import sweep
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import shapes_from_catalog
 
     shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=1)

@@ -3,7 +3,7 @@
 The shares are read from AIConfigurator 0.12.0's measured kernel tables (``systems/data/<gpu>/attention/trtllm/
 1.3.0rc20/generation_attention_perf.parquet``; benchmarks/moe_small_batch_findings.md, Stop 55): about 0.68 of the
 bandwidth on B200/GB200, 0.73 on H200, 0.80 on H100, where the planner's fitted ``decode_mbu`` is 0.875.
-``step_constants.trtllm_kv_read_fraction``.
+``engine_terms.trtllm_kv_read_fraction``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed import step_constants
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.engine_terms import trtllm_kv_read_fraction
 from anchorgpu.planner.speed.serving import decode_step
-from anchorgpu.planner.speed.serving_plan import serving_setup
-from anchorgpu.planner.speed.step_constants import trtllm_kv_read_fraction
+from anchorgpu.planner.speed.serving_setup import serving_setup
 
 
 def _setup(model_name: str, gpu_name: str, kv_cache: str, engine: str):

@@ -2,7 +2,7 @@
 
 The figures are read from AIConfigurator 0.12.0's measured kernel tables (``systems/data/<gpu>/moe/trtllm/1.3.0rc20/
 moe_perf.parquet``; benchmarks/moe_small_batch_findings.md, Stops 47, 50 and 51): about 12 ns a row on B200/GB200
-NVFP4, 8 ns on Hopper FP8, none on the RTX PRO 6000. ``step_constants.trtllm_moe_s_per_token``.
+NVFP4, 8 ns on Hopper FP8, none on the RTX PRO 6000. ``engine_terms.trtllm_moe_s_per_token``.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.engine_terms import trtllm_moe_s_per_token
 from anchorgpu.planner.speed.rows_report import engine_of
 from anchorgpu.planner.speed.runs import _serve_plan, load_runs, predict
 from anchorgpu.planner.speed.serving import decode_step
-from anchorgpu.planner.speed.serving_plan import serving_setup
-from anchorgpu.planner.speed.step_constants import trtllm_moe_s_per_token
+from anchorgpu.planner.speed.serving_setup import serving_setup
 
 B200_ROW = "PQ30-B200-2048/128"  # perf-overview.md (TensorRT-LLM 00f3768), Qwen3-30B-A3B, B200 TP1 FP4, 2048/128: 6,251 tok/s
 
@@ -57,7 +57,7 @@ def test_prediction_only_not_the_ceiling() -> None:
     p, trt = _setup(B200_ROW, "trtllm")
     _, vllm = _setup(B200_ROW, "vllm")
     # decode-only steps: with a prompt chunk the ceilings differ by TensorRT-LLM's own attention kernel for the
-    # prompt (step_constants.prompt_attention_apart), not by this cost
+    # prompt (engine_terms.prompt_attention_apart), not by this cost
     step = {name: [decode_step(p.model, p.gpu, s, batch=512, cached_tokens=2048, ideal=ideal).step_s
                    for ideal in (False, True)]
             for name, s in (("trt", trt), ("vllm", vllm))}

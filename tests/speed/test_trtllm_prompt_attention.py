@@ -4,7 +4,7 @@ after the other, so a step that carries a prompt chunk pays the chunk's attentio
 Source: NVIDIA/TensorRT-LLM@00dbe288 ``cpp/tensorrt_llm/thop/attentionOp.cpp``, ``attention_inplace``: ``runner->run``
 with ``is_context=true`` over the ``num_contexts`` requests, then with ``is_context=false`` over the
 ``num_generations``, on the same stream. vLLM and SGLang keep the larger of the KV read and all the arithmetic.
-``step_constants.prompt_attention_apart``; benchmarks/moe_small_batch_findings.md, "Stop 54 (branch longctx)".
+``engine_terms.prompt_attention_apart``; benchmarks/moe_small_batch_findings.md, "Stop 54 (branch longctx)".
 
 The rows it moves most: TensorRT-LLM's perf-overview (docs/source/performance/perf-overview.md @00f3768), Qwen3-235B-A22B
 20000/2000 on 8 B200 (FP4), 4,453 output tokens/s measured, predicted +34.6% before (the fit row beyond 25%), and on
@@ -27,9 +27,9 @@ from anchorgpu.planner.speed.attention_rate import (
     trtllm_prompt_attention_peak_share,
 )
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.engine_terms import prompt_attention_apart
 from anchorgpu.planner.speed.flops import decode_attention_flops_per_token
 from anchorgpu.planner.speed.runs import load_runs, predict
-from anchorgpu.planner.speed.step_constants import prompt_attention_apart
 
 
 def _setup(engine: str) -> sv.ServingSetup:

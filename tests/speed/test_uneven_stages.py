@@ -13,7 +13,8 @@ from anchorgpu.architectures import load_model
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
-from anchorgpu.planner.speed.training import TrainLayout, slowest_stage_layers, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import slowest_stage_layers, training_step
 
 
 def test_the_busiest_rank_sets_the_pace() -> None:

@@ -14,7 +14,8 @@ from anchorgpu.architectures import load_model as _load
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration, read_calibration_doc
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 GPU = get_gpu("b200")
 LAYOUT = TrainLayout(gpus=8, dp=8, ep=8, zero=1)

@@ -23,7 +23,8 @@ from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.moe_backend import VLLM_MARLIN, expert_half_tokens, marlin_expert_rate, vllm_moe_backend
 from anchorgpu.planner.speed.runs import load_runs, predict
 from anchorgpu.planner.speed.serving import decode_step
-from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import SweepSpec
 from anchorgpu.recommend import shapes_from_catalog
 from sweep_rows import plan_of_row
 

@@ -24,7 +24,7 @@ from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.experts import dense_layers, whole_dense_layers_extra_bytes
 from anchorgpu.planner.speed.runs import _serve_plan, load_runs, predict
 from anchorgpu.planner.speed.serving import decode_step
-from anchorgpu.planner.speed.serving_plan import serving_setup
+from anchorgpu.planner.speed.serving_setup import serving_setup
 from anchorgpu.planner.speed.step_constants import ServingSetup
 
 

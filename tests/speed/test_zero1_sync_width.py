@@ -22,7 +22,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
 from anchorgpu.planner.speed.runs import load_runs
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
 
 MODEL = load_model("llama-3-8b")
 H100 = get_gpu("h100")

@@ -13,7 +13,8 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.cli import main
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner.speed.training import TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import training_step
 
 MODEL, H100 = load_model("llama-3.1-70b"), get_gpu("h100")
 SLOW_NIC = 100e9 / 8  # 100 Gb/s a GPU: the gradients' traffic outruns a micro-batch's backward

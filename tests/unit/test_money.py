@@ -1,4 +1,4 @@
-"""Money is exact decimal, read by one rule on every face (:func:`anchorgpu.validation.usd_amount`): a number or a
+"""Money is exact decimal, read by one rule on every face (:func:`anchorgpu.money_rules.usd_amount`): a number or a
 plain decimal string (ASCII digits, one dot), a minus only where negatives make sense; the rest is one line."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from anchorgpu.errors import InvalidInput
-from anchorgpu.validation import MONEY, MoneyRule, usd_amount
+from anchorgpu.money_rules import MONEY, MoneyRule, usd_amount
 
 
 @pytest.mark.parametrize(("value", "amount"), [

@@ -17,8 +17,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from anchorgpu.api.schemas import PlanRequest, RecommendRequest
+from anchorgpu.web.filters import duration
 from anchorgpu.web.form_fields import PLAN_CARRIED, RECOMMEND_CARRIED
-from anchorgpu.web.templating import duration
 
 TEMPLATES = Path(__file__).parents[2] / "src" / "anchorgpu" / "web" / "templates"
 

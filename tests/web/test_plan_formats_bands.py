@@ -10,7 +10,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from anchorgpu.web.templating import figure
+from anchorgpu.web.filters import figure
 
 
 @pytest.mark.parametrize(("lang", "unit"), [("en", "tokens/s"), ("ru", "токенов/с")])

@@ -12,9 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from anchorgpu.planner.warnings import WARNING_CODES
+from anchorgpu.web.filters import figure
 from anchorgpu.web.i18n import PageText
 from anchorgpu.web.refusals import said_words
-from anchorgpu.web.templating import figure
 
 SERVING = {"model": "llama-3.1-70b", "prompt": 2000, "output_tokens": 500, "concurrency": 64, "top": 3}
 

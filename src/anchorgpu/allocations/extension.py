@@ -18,16 +18,16 @@ from typing import Any
 from anchorgpu.allocations.domain import bounded_end, peak_servers
 from anchorgpu.allocations.errors import PriceChanged
 from anchorgpu.errors import UnknownEntity, said
+from anchorgpu.money_rules import usd_amount
 from anchorgpu.store.uow import AbstractUnitOfWork
 from anchorgpu.units import Term, fmt_usd
-from anchorgpu.validation import usd_amount
 
 __all__ = ["check_expected_price", "parse_expected_usd", "quote_extension"]
 
 
 def parse_expected_usd(text: object, *, flag: str = "expected_total_usd") -> Decimal | None:
     """The confirmed total from a form, an option or a body (None when not given: a form's empty field), by the one
-    money rule of :func:`anchorgpu.validation.usd_amount` (a plain decimal with at most 2 places), else one line.
+    money rule of :func:`anchorgpu.money_rules.usd_amount` (a plain decimal with at most 2 places), else one line.
 
     >>> parse_expected_usd("2190.00"), parse_expected_usd(None)
     (Decimal('2190.00'), None)

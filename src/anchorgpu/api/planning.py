@@ -151,7 +151,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     )
     from anchorgpu.planner.inputs import workload_of
     from anchorgpu.planner.speed.overrides import Overrides
-    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.planner.validate import check_kv_cache_task
     from anchorgpu.recommend import recommend, recommendation_to_json
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
 from anchorgpu.errors import InvalidInput
-from anchorgpu.validation import MONEY, MONEY_TEXT_PATTERN, usd_amount
+from anchorgpu.money_rules import MONEY, MONEY_TEXT_PATTERN, usd_amount
 
 __all__ = ["TEXT_PATTERN", "TOKENS_ALIAS", "Money", "Problem", "StrictChoice", "WholeTokens", "one_spelling", "problems"]
 
@@ -114,7 +114,7 @@ def one_spelling(data: Any, name: str, alias: str) -> Any:
 
 def Money(field: str) -> Any:  # noqa: N802  (a type, as pydantic's constrained types are spelt)
     """The type of a money field of a request: a JSON number or a plain decimal string, read exactly by the one
-    rule every face uses (:func:`anchorgpu.validation.usd_amount`, bounds in ``MONEY[field]``); anything else
+    rule every face uses (:func:`anchorgpu.money_rules.usd_amount`, bounds in ``MONEY[field]``); anything else
     (``" 100 "``, ``"1e3"``, ``"+5"``, ``"1,5"``, non-ASCII digits, a boolean) is a 422 naming the field."""
     rule = MONEY[field]
 

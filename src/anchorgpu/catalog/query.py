@@ -103,8 +103,8 @@ def find_offerings(
 
 
 def _as_usd(value: Decimal | str, field: str) -> Decimal:
-    """The one money rule of every face (:func:`anchorgpu.validation.usd_amount`): a number or a plain decimal."""
-    from anchorgpu.validation import usd_amount
+    """The one money rule of every face (:func:`anchorgpu.money_rules.usd_amount`): a number or a plain decimal."""
+    from anchorgpu.money_rules import usd_amount
 
     return usd_amount(value, field=field, flag=field)
 

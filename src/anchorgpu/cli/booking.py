@@ -172,7 +172,7 @@ def extend_command(
 ) -> None:
     """Add a paid term after the allocation's end (capacity checked for the added period). See the price first with --dry-run."""
     from anchorgpu.allocations.extension import quote_extension
-    from anchorgpu.validation import usd_amount
+    from anchorgpu.money_rules import usd_amount
 
     # refused before anything is read; an empty value is refused too (only the page's empty field means "not given")
     expected = None if expected_total_usd is None else usd_amount(expected_total_usd, field="expected_total_usd")

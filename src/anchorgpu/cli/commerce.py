@@ -166,7 +166,7 @@ def offerings_command(
     """List offerings (server shapes) with list prices and stock per region, cheapest first."""
     from anchorgpu.allocations.services import list_stock
     from anchorgpu.catalog import find_offerings, load_catalog, offering_regions, offering_to_json, offerings_table
-    from anchorgpu.validation import usd_amount
+    from anchorgpu.money_rules import usd_amount
 
     catalog = load_catalog()
     rate = None if max_usd_per_gpu_hour is None else usd_amount(max_usd_per_gpu_hour, field="max_usd_per_gpu_hour")

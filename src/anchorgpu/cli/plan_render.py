@@ -314,8 +314,8 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
         out.print(f"  step {_seconds(total)} s{step_band} = " + " + ".join(shown), markup=False)
     from anchorgpu.planner.global_batch import BATCH_TIMED_LABEL
     from anchorgpu.planner.run_steps import RUN_STEPS_LABEL
-    from anchorgpu.planner.speed.assumption_lines import NETWORK_LABEL
     from anchorgpu.planner.speed.packages import LAUNCHED_LABEL
+    from anchorgpu.planner.speed.training_lines import NETWORK_LABEL
 
     # the batch a training step is timed with, as given or the default's; the whole steps a run of --tokens is timed
     # as; the network between servers it is timed at; the devices a package of several is timed on

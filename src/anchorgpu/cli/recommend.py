@@ -97,12 +97,13 @@ def recommend_command(
     from anchorgpu.cli.plan_parse import parse_batch, parse_count, parse_resolution, parse_tokens
     from anchorgpu.cli.recommend_render import render_recommendation
     from anchorgpu.hardware import get_gpu
+    from anchorgpu.money_rules import usd_amount
     from anchorgpu.planner import Workload
     from anchorgpu.planner.speed.overrides import Overrides
-    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.planner.sweep_types import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
     from anchorgpu.units import quotable_term
-    from anchorgpu.validation import bounded_int, comma_list, positive_number, usd_amount
+    from anchorgpu.validation import bounded_int, comma_list, positive_number
 
     the_term = quotable_term(term)
     budget: Decimal | None = usd_amount(max_usd) if max_usd is not None else None

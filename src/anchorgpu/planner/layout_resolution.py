@@ -1,5 +1,5 @@
 """The layout of :func:`~anchorgpu.planner.plan.plan` resolved to whole counts (``gpus == tp · cp · pp · dp``):
-the layout's counts and flags checked, TP against the model's heads, the default layout chosen, EP, ZeRO,
+the layout's counts and flags checked (:mod:`.layout_checks`), TP against the model's heads, the default layout chosen, EP, ZeRO,
 virtual stages and a stated pipeline layout. Pure.
 
 Each refusal is one :class:`~anchorgpu.errors.InvalidWorkload` line naming the value; each default used is
@@ -15,6 +15,13 @@ from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner._frozen import field_getter
 from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tokens
+from anchorgpu.planner.layout_checks import (
+    _LAYOUT_COUNTS,
+    check_layout_counts,
+    sharded_pipeline_refusal,
+    trtllm_attention_dp_tp_refusal,
+    vllm_ep_below_tp_refusal,
+)
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.qlora_tp import device_map_refusal, qlora_interleaving_refusal
 from anchorgpu.planner.result import ResolvedLayout
@@ -27,22 +34,12 @@ from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.pipeline import chunks_refusal, counts_embedding_and_loss
 from anchorgpu.planner.training_flag_checks import (
     training_checks,
-    undivided_interleaving_refusal,
-    unstaged_interleaving_refusal,
 )
-from anchorgpu.planner.workload_checks import check_counts, counts_checker
-from anchorgpu.units import require_whole_gpus
 from anchorgpu.validation import LIMITS
 
-__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_layout_for_model", "check_tp", "default_tp", "resolve_layout", "sharded_pipeline_refusal", "tp_is_valid",
-           "trtllm_attention_dp_tp_refusal", "vllm_ep_below_tp_refusal"]
+__all__ = ["GPUS_PER_SERVER", "check_tp", "default_tp", "resolve_layout", "tp_is_valid"]
 
 GPUS_PER_SERVER = 8
-
-_LAYOUT_COUNTS = ("tp", "pp", "dp", "ep", "cp", "virtual_stages")
-
-_layout_counts = field_getter(*_LAYOUT_COUNTS)
-_layout_counts_ok = counts_checker(*_LAYOUT_COUNTS)
 
 
 def tp_is_valid(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> bool:
@@ -113,49 +110,6 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     return resolved
 
 
-def check_layout_for_model(model: ModelSpec, layout: Layout, workload: Workload) -> None:
-    """Refuse, before a layout is chosen around them, the layout flags the model itself rules out: ``--ep`` on a
-    dense model or not dividing its experts, and ``--tp-overlap`` (it needs TP 2 or more) with
-    ``--no-sequence-parallel`` on a mixture of experts (which needs sequence parallelism under TP,
-    :func:`~anchorgpu.planner.sequence_parallel.resolve_sequence_parallel`). Left to the search, no candidate holds
-    them and its refusal names something else: ``--virtual-stages None``, or an EP over the one GPU planned when
-    nothing was chosen. :func:`resolve_layout` checks the same on the layout it resolves."""
-    training_checks(layout, workload)
-    if layout.virtual_stages is not None and layout.pp is None and workload.task in ("train", "lora", "qlora"):
-        interleaving = (undivided_interleaving_refusal(model, layout)
-                        or unstaged_interleaving_refusal(layout, workload.train_stack))
-        if interleaving is not None:
-            raise InvalidWorkload(interleaving)
-    ep = layout.ep or 1
-    if ep > 1 and model.moe is None:
-        raise InvalidWorkload(said("--ep {ep}: expert parallelism needs a mixture-of-experts model", ep=ep))
-    if ep > 1 and model.moe is not None and model.moe.num_experts % ep:
-        raise InvalidWorkload(said("--ep {ep} does not divide the {num_experts} experts of {model_name}", ep=ep,
-                                   num_experts=model.moe.num_experts, model_name=model.name))
-    if workload.task in ("train", "lora", "qlora") and model.moe is not None and layout.tp_overlap \
-            and layout.sequence_parallel is False:
-        raise InvalidWorkload(said("--tp-overlap with --no-sequence-parallel on a mixture of experts: the overlap "
-                                   "needs TP 2 or more, and a mixture of experts under TP needs sequence "
-                                   "parallelism (Megatron-LM refuses it without); drop one of them"))
-
-
-def check_layout_counts(layout: Layout) -> int | None:
-    """Refuse a layout count that is not a whole number of at least 1 (TP, PP, DP, EP, CP, virtual stages, GPUs), and
-    a ZeRO stage other than 3 with FSDP, before anything is planned or chosen from it; the GPU count, made whole, is
-    returned."""
-    if not _layout_counts_ok(layout):  # the usual case passes without a tuple of the values
-        check_counts(_LAYOUT_COUNTS, _layout_counts(layout))
-    if layout.fsdp and layout.zero in (0, 1, 2):  # FSDP is planned as ZeRO-3, whatever stage was asked
-        raise InvalidWorkload(said("--zero {zero} with --fsdp: FSDP FULL_SHARD shards parameters, gradients and "
-                                   "optimizer state as ZeRO-3 does; drop --zero or give --zero 3", zero=layout.zero))
-    gpus = layout.gpus
-    if gpus is not None and (type(gpus) is not int or gpus < 1):  # the usual case needs no further check
-        if not isinstance(gpus, bool) and gpus == 0:
-            raise InvalidWorkload(said("--gpus 0: at least one GPU is needed"))
-        gpus = require_whole_gpus(gpus)
-    return gpus
-
-
 def _flags_given(layout: Layout) -> str:
     """The layout flags a user gave that leave TP, PP and DP open, as typed ("--zero 1 --cp 2"); "" for none.
 
@@ -165,74 +119,6 @@ def _flags_given(layout: Layout) -> str:
     return " ".join(flag for flag, given in (
         (f"--zero {layout.zero}", layout.zero is not None), ("--fsdp", layout.fsdp), (f"--cp {layout.cp}", layout.cp),
         (f"--ep {layout.ep}", layout.ep), (f"--virtual-stages {layout.virtual_stages}", layout.virtual_stages)) if given)
-
-
-def sharded_pipeline_refusal(train_stack: str, pp: int, zero: int, *, fsdp: bool = False) -> str | None:
-    """The one-line refusal of ZeRO-2 or ZeRO-3 (FSDP) with pipeline stages on the Megatron stack, else None.
-
-    Megatron-Core shards gradients or parameters only in Megatron-FSDP (``use_megatron_fsdp`` with
-    ``data_parallel_sharding_strategy`` ``optim_grads``, ZeRO-2, or ``optim_grads_params``, ZeRO-3:
-    ``megatron/core/distributed/distributed_data_parallel_config.py`` in NVIDIA/Megatron-LM at 0011998), which runs
-    no pipeline stages (NVIDIA/Megatron-LM issue #1455, open; its roadmap #4003 lists "PP support" as future work;
-    NVIDIA-NeMo/Automodel ``nemo_automodel/components/distributed/config_factory.py`` at a4f5e42 refuses it:
-    "megatron_fsdp does not support pipeline parallelism"). What runs with pipeline stages is Megatron-Core's
-    distributed optimizer, ZeRO-1 in memory: it shards the fp32 master weights and moments and keeps a full-size
-    gradient buffer on every rank, reduce-scattered once a step ("[no] distribute model gradients"; 6 + 12/d bytes a
-    parameter with 16-bit weights and fp32 gradients: ``docs/source/api-guide/dist_optimizer.md`` at 50b073c). The layout
-    chooser never tries either (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`). The PyTorch stack runs
-    FSDP2 under ``torch.distributed.pipelining`` (torchtitan, row T28 of perf_measured.md) and plans ZeRO-2 with
-    stages as Llama 3's FSDP, saying so (:data:`~anchorgpu.planner.speed.zero2.LLAMA3_FSDP_LINE`).
-
-    >>> sharded_pipeline_refusal("megatron", 2, 3)
-    '--zero 3 with --pp 2: Megatron-FSDP runs no pipeline stages; give --train-stack pytorch (FSDP2 under torch.distributed.pipelining, as torchtitan runs it), --zero 1 with the stages, or --pp 1'
-    >>> sharded_pipeline_refusal("megatron", 8, 2)
-    "--zero 2 with --pp 8: Megatron's ZeRO-2 is Megatron-FSDP (optim_grads), which runs no pipeline stages; Megatron-Core's distributed optimizer runs with them as ZeRO-1 (optimizer state sharded, gradients kept whole): give --zero 1 with the stages, or --pp 1"
-    >>> sharded_pipeline_refusal("pytorch", 2, 3), sharded_pipeline_refusal("megatron", 1, 2), sharded_pipeline_refusal("megatron", 4, 1)
-    (None, None, None)
-    """
-    if pp <= 1 or train_stack == "pytorch" or zero not in (2, 3):
-        return None
-    if zero == 2 and not fsdp:
-        return (said("--zero 2 with --pp {pp}: Megatron's ZeRO-2 is Megatron-FSDP (optim_grads), which runs no "
-                     "pipeline stages; Megatron-Core's distributed optimizer runs with them as ZeRO-1 (optimizer "
-                     "state sharded, gradients kept whole): give --zero 1 with the stages, or --pp 1", pp=pp))
-    return (said("{value} with --pp {pp}: Megatron-FSDP runs no pipeline stages; give --train-stack pytorch "
-                 "(FSDP2 under torch.distributed.pipelining, as torchtitan runs it), --zero 1 with the stages, or "
-                 "--pp 1", value='--fsdp' if fsdp else '--zero 3', pp=pp))
-
-
-def vllm_ep_below_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
-    """The one line refusing a serving ``--ep`` smaller than ``--tp`` on vLLM, which cannot launch it: its
-    ``--enable-expert-parallel`` makes EP = TP x DP, every GPU of the TP group an EP rank (vllm-project/vllm@00c1c6a
-    vllm/model_executor/layers/fused_moe/config.py ``FusedMoEParallelConfig.make``). TensorRT-LLM and SGLang run it
-    (EP x expert TP = TP: :func:`~anchorgpu.planner.memory.serving_expert_tp`).
-
-    >>> vllm_ep_below_tp_refusal(2, 8, "default")[:60]
-    '--ep 2 with TP 8 on vLLM (the default engine): its --enable-'
-    """
-    which = {"default": "vLLM (the default engine)", "recipe": "vLLM (the recipe's engine)"}.get(engine_source, "vLLM")
-    return (said("--ep {ep} with TP {tp} on {which}: its --enable-expert-parallel splits the experts over EP = TP "
-                 "x DP, so an EP smaller than TP does not launch; give --engine trtllm or sglang (EP {ep} x "
-                 "expert TP {value}), --ep {tp} or --tp {ep} (EP equal to TP), an EP wider than TP (attention "
-                 "data parallelism), or leave --ep out", ep=ep, tp=tp, which=which, value=tp // ep))
-
-
-def trtllm_attention_dp_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
-    """The one line refusing, on TensorRT-LLM, a serving EP wider than a TP of 2 or more: EP wider than TP is
-    attention data parallelism, which TensorRT-LLM runs as ``enable_attention_dp`` with each GPU's attention alone
-    (its ``Mapping`` gives the attention a TP size of 1 under attention DP), so replicas of TP 2 or more with the
-    experts over all their GPUs do not launch there. The chooser and recommend's sweep never try them
-    (:func:`~anchorgpu.planner.speed.serving_layouts.attention_dp_tp_sizes`) and ``--recipe trtllm`` refuses them
-    (:mod:`anchorgpu.recipes.serving`); vLLM and SGLang run attention replicas of TP 2 or 4.
-
-    >>> trtllm_attention_dp_tp_refusal(8, 2, "given")[:72]
-    '--ep 8 with TP 2 on TensorRT-LLM: an EP wider than TP is attention data '
-    """
-    which = said("TensorRT-LLM (the recipe's engine)") if engine_source == "recipe" else "TensorRT-LLM"
-    return said("--ep {ep} with TP {tp} on {which}: an EP wider than TP is attention data parallelism, whose "
-                "enable_attention_dp runs each GPU's attention alone (TP 1), so attention replicas of TP {tp} do not "
-                "launch; give --tp 1 (TP 1 replicas, EP {ep}), --ep {tp} (EP inside TP), or --engine vllm or sglang",
-                ep=ep, tp=tp, which=which)
 
 
 def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,

@@ -32,11 +32,12 @@ from anchorgpu.planner.global_batch import check_whole_sequences, splits, unfit_
 from anchorgpu.planner.headroom import fit_headroom_warnings
 from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import TRAINING_TASKS, Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
+from anchorgpu.planner.layout_choice import choose_layout_plan, training_layout_open
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
 from anchorgpu.planner.serving_handoff import HANDED
 from anchorgpu.planner.speed.assumption_lines import expert_tp_line
-from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for, training_layout_open
+from anchorgpu.planner.suggest import suggestions_for
 from anchorgpu.planner.training import check_training_seq, plan_training
 from anchorgpu.planner.training_gpu_counts import training_gpu_counts
 from anchorgpu.planner.validate import (

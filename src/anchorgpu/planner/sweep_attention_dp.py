@@ -25,9 +25,9 @@ from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
 if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
     from anchorgpu.planner.result import Plan
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec
     from anchorgpu.planner.sweep_floor import UserLimits
     from anchorgpu.planner.sweep_grid import Layouts
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepSpec
 
 __all__ = ["attention_dp_columns", "attention_dp_rows", "with_attention_dp"]
 

@@ -13,12 +13,12 @@ import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload, said
-from anchorgpu.planner.inputs import train_cp_sizes, train_ep_sizes, train_pp_sizes
 from anchorgpu.planner.layout_resolution import tp_is_valid
 from anchorgpu.planner.speed.layouts import sharded_with_stages
+from anchorgpu.planner.train_sizes import train_cp_sizes, train_ep_sizes, train_pp_sizes
 
 if TYPE_CHECKING:  # the sweep imports this module: a type only here
-    from anchorgpu.planner.sweep import HardwareShape
+    from anchorgpu.planner.sweep_types import HardwareShape
 
 __all__ = ["POWERS_OF_TWO", "Layouts", "TickPairs", "layout_grid", "tick_groups", "tick_pairs", "valid_tp"]
 
@@ -161,7 +161,7 @@ def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: 
                 launch_stages: bool = True, launch_tp_cp: bool = True, launch_tp: bool = True,
                 stages_alone: bool = False) -> Layouts:
     """The layouts of the grid. Training tries the pipeline depths plan()'s chooser tries
-    (:func:`~anchorgpu.planner.inputs.train_pp_sizes`) and each ZeRO stage with pipeline stages only where the chooser
+    (:func:`~anchorgpu.planner.train_sizes.train_pp_sizes`) and each ZeRO stage with pipeline stages only where the chooser
     does (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`), PP 1 only where the launch runs no stages
     (``launch_stages`` False, as the chooser), TP and CP 1 where it runs neither (``launch_tp_cp``), TP 1 where the
     task runs none (``launch_tp``: QLoRA, :mod:`~anchorgpu.planner.qlora_tp`), stages only as one process on one server

@@ -21,8 +21,8 @@ from anchorgpu.planner.sweep_attention_dp import attention_dp_rows
 from anchorgpu.planner.sweep_serving_memory import weight_parts
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape
     from anchorgpu.planner.sweep_grid import Layouts
+    from anchorgpu.planner.sweep_types import HardwareShape
 
 __all__ = ["BATCH_LADDER", "concurrency_ladder", "most_sequences"]
 

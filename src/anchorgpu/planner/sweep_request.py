@@ -3,7 +3,7 @@ text. A model whose decoder reads another input through cross-attention: an enco
 T5's prompt in its encoder) or a vision model that reads its images that way (mllama). ``plan`` times such a request
 with the encoder's (or vision tower's) prefill work as prompt tokens of the same cost, which keep no decoder K/V, and a
 decode step that reads the decoder's own K/V and the cross-attention K/V
-(:func:`~anchorgpu.planner.speed.serving_plan.serving_setup`). A vision model that puts its image tokens in the
+(:func:`~anchorgpu.planner.speed.serving_setup.serving_setup`). A vision model that puts its image tokens in the
 decoder's context (Qwen2.5-VL, LLaVA, Gemma 3): ``plan`` times a prompt of its text, its image tokens and the vision
 tower's work as tokens of the same cost, and a decode step that reads that whole prompt's K/V (the image tokens are
 cached like text). The sweep resolves the same request with the same functions of :mod:`anchorgpu.planner.media`
@@ -35,7 +35,7 @@ def timed_request(model: ModelSpec, asked: Workload, media: MediaLoad | None, ct
     with the encoder's or vision tower's work as ``equivalent_tokens`` of the same cost, which keep no decoder K/V.
     A model that keeps its image tokens in its context: the speed prompt is the text, the image tokens and the vision
     tower's work as tokens of the same cost, all of it read by plan's decode step (``equivalent_tokens`` 0, as
-    :func:`~anchorgpu.planner.speed.serving_plan.serving_setup` counts them).
+    :func:`~anchorgpu.planner.speed.serving_setup.serving_setup` counts them).
 
     >>> from dataclasses import replace
     >>> from anchorgpu.architectures import load_model

@@ -17,8 +17,8 @@ from anchorgpu.planner.media import MediaLoad
 from anchorgpu.planner.sweep_serving_memory import CrossRequest, KvFactors, Memory, kv_factors, memory_terms
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec
     from anchorgpu.planner.sweep_grid import Layouts
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepSpec
 
 __all__ = ["saturation_rungs"]
 

@@ -15,7 +15,7 @@ from anchorgpu.planner.speed.links import Link, peak_for, tp_link
 from anchorgpu.planner.sweep_grid import Layouts
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape
+    from anchorgpu.planner.sweep_types import HardwareShape
 
 __all__ = ["distinct_gpus", "links", "mixed_rates", "peaks"]
 

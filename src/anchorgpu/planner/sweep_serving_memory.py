@@ -19,7 +19,7 @@ import numpy.typing as npt
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_engine_defaults
-from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
+from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, KV_CACHE_DTYPES
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
 from anchorgpu.planner.serving_engine import engine_rope_table_bytes
@@ -27,11 +27,12 @@ from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
 from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
 from anchorgpu.planner.sweep_sglang import settings_by_layout
 from anchorgpu.planner.terms import context_bytes
+from anchorgpu.planner.weight_parts import ModelParts, model_weight_parts
 
 if TYPE_CHECKING:
     from anchorgpu.planner.inputs import Workload
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec
     from anchorgpu.planner.sweep_grid import Layouts
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepSpec
 
 __all__ = ["CrossRequest", "KvFactors", "Memory", "kv_factors", "memory_terms", "per_format", "per_value", "sequence_caps"]
 
@@ -50,7 +51,7 @@ def token_slots(model: ModelSpec, context_tokens: int, block_size: int) -> int:
 
 @lru_cache(maxsize=128)
 def weight_parts(model: ModelSpec, weights_format: str) -> ModelParts:
-    """:func:`anchorgpu.planner.formats.model_weight_parts`, once per (model, format): models are frozen."""
+    """:func:`anchorgpu.planner.weight_parts.model_weight_parts`, once per (model, format): models are frozen."""
     return model_weight_parts(model, format_for_model(model, weights_format))
 
 
@@ -182,7 +183,7 @@ class CrossRequest:
     """The request ``plan`` times for an encoder-decoder (Whisper, T5) or a model that reads its images through
     cross-attention (mllama), as its probe plan resolved it: ``prompt_tokens`` the speed prompt (the decoder's own
     prompt plus ``equivalent_tokens``, the encoder's or vision tower's prefill work as tokens of the same cost, which
-    keep no decoder K/V), ``output_tokens`` the output it decodes (``speed.serving_plan.serving_setup``)."""
+    keep no decoder K/V), ``output_tokens`` the output it decodes (``speed.serving_setup.serving_setup``)."""
 
     prompt_tokens: int
     output_tokens: int

@@ -1,5 +1,5 @@
 """SGLang's own step terms over the serving sweep's grid (:mod:`anchorgpu.planner.sweep_serving`), as
-:func:`anchorgpu.planner.speed.serving_plan.sglang_step_terms` gives them to one plan: a decode-only step runs the
+:func:`anchorgpu.planner.speed.serving_setup.sglang_step_terms` gives them to one plan: a decode-only step runs the
 smallest CUDA graph SGLang captured that holds its batch (padding rows that multiply the weights but read no KV
 cache), eagerly above ``cuda_graph_max_bs``; on AMD GPUs an FP8 MLA model's absorbed latent weights are dequantised
 every step (two kernels more before each absorbed product, and their bytes). In numpy, each term once per distinct
@@ -29,8 +29,8 @@ from anchorgpu.planner.sglang import (
 from anchorgpu.planner.speed.launches import LayerLaunches, absorbed_dequant_bytes, launch_ratio
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape
     from anchorgpu.planner.sweep_grid import Layouts
+    from anchorgpu.planner.sweep_types import HardwareShape
 
 __all__ = ["absorbed_dequant_terms", "graph_max_batch", "padded_rows", "settings_by_layout", "sglang_sweep_line"]
 

@@ -38,11 +38,8 @@ from anchorgpu.planner.speed.pipeline import (
     pipeline_schedule,
     timed_batch_tokens,
 )
-from anchorgpu.planner.speed.training import (
-    TrainLayout,
-    tokens_per_s_bound,
-    training_step,
-)
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import tokens_per_s_bound, training_step
 from anchorgpu.planner.sweep_grid import Layouts
 from anchorgpu.planner.sweep_search import fastest_fitting
 
@@ -50,7 +47,7 @@ if TYPE_CHECKING:  # the sweep imports this module: types only here
     from anchorgpu.hardware.spec import GpuSpec
     from anchorgpu.planner.inputs import Overheads
     from anchorgpu.planner.pipeline_layout import PipelineLayout
-    from anchorgpu.planner.sweep import HardwareShape, Progress, SweepSpec
+    from anchorgpu.planner.sweep_types import HardwareShape, Progress, SweepSpec
 
 __all__ = ["stated_layouts", "training_columns"]
 

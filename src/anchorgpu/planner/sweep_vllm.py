@@ -11,7 +11,7 @@ from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, Workload
 from anchorgpu.planner.serving_engine import engine_line
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape
+    from anchorgpu.planner.sweep_types import HardwareShape
 
 __all__ = ["vllm_sweep_line"]
 

@@ -12,11 +12,12 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, fast_init, memo_on_frozen
-from anchorgpu.planner.formats import ModelParts, WeightFormat, bnb_code_format, model_weight_parts
+from anchorgpu.planner.formats import WeightFormat, bnb_code_format
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
 from anchorgpu.planner.serving_handoff import ServingTerms
+from anchorgpu.planner.weight_parts import ModelParts, model_weight_parts
 
 __all__ = ["TaskTerms", "bnb_constants_line", "context_bytes", "layout_weights_bytes", "nccl_bytes", "overhead_rule_line", "split_weights_bytes",
            "weights_bytes"]

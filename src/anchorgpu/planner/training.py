@@ -18,7 +18,7 @@ from anchorgpu.planner.deepspeed_terms import deepspeed_terms
 from anchorgpu.planner.deepspeed_zero import largest_param_numel, offload_staging_bytes
 from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
-from anchorgpu.planner.formats import WeightFormat, model_param_parts
+from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.global_batch import check_split
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies
@@ -58,6 +58,7 @@ from anchorgpu.planner.training_states import (
     zero_runs_deepspeed,
 )
 from anchorgpu.planner.warnings import PlanWarning, make_warning
+from anchorgpu.planner.weight_parts import model_param_parts
 from anchorgpu.planner.workload_checks import check_activation_offload_layout
 from anchorgpu.units import fmt_bytes
 

@@ -1,7 +1,7 @@
 """Training flags a stack, a task or the layout search rules out whatever the layout: refused in one line before a
 layout is chosen (a search would drop every candidate and, with the GPU count open, the plain layout planned in its
 place refused for another reason, naming a flag that was not the cause) and again on the layout resolved
-(:func:`~anchorgpu.planner.layout_resolution.check_layout_for_model`, ``resolve_layout``). Pure."""
+(:func:`~anchorgpu.planner.layout_checks.check_layout_for_model`, ``resolve_layout``). Pure."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def unstaged_interleaving_refusal(layout: Layout, train_stack: str) -> str | Non
     """Why ``--virtual-stages`` (no ``--pp``) cannot run with the ZeRO stage or FSDP given, or None: interleaving needs
     pipeline stages, and the layout search tries that sharding with none on this stack
     (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`; Megatron-FSDP runs no pipeline stages,
-    :func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`). Left to the search, no candidate exists, and with the GPU count open the
+    :func:`~anchorgpu.planner.layout_checks.sharded_pipeline_refusal`). Left to the search, no candidate exists, and with the GPU count open the
     plain layout planned in its place refused "--virtual-stages 3 needs pipeline parallelism".
 
     >>> print(unstaged_interleaving_refusal(Layout(virtual_stages=3, zero=3), "megatron"))  # doctest: +ELLIPSIS
@@ -55,7 +55,7 @@ def unstaged_interleaving_refusal(layout: Layout, train_stack: str) -> str | Non
 
 def undivided_interleaving_refusal(model: ModelSpec, layout: Layout) -> str | None:
     """Why ``--virtual-stages`` with ``--pp`` open (and no ``--pipeline-layout``) has no pipeline depth to run on, or
-    None: none of the depths the layout search tries (:func:`~anchorgpu.planner.inputs.train_pp_sizes`) splits the
+    None: none of the depths the layout search tries (:func:`~anchorgpu.planner.train_sizes.train_pp_sizes`) splits the
     model's layers into PP x v even chunks (counting the embedding and the loss as layers or not), the rule
     :func:`~anchorgpu.planner.layout_resolution.resolve_layout` applies to the layout given. DeepSeek-V3's 61 layers (63 counted so) and v 3 need a depth
     dividing 21, and the search tries powers of two.
@@ -69,7 +69,7 @@ def undivided_interleaving_refusal(model: ModelSpec, layout: Layout) -> str | No
     v, layers = layout.virtual_stages, model.num_layers
     if not isinstance(v, int) or v < 2 or layout.pp is not None or layout.pipeline_layout is not None:
         return None
-    from anchorgpu.planner.inputs import train_pp_sizes
+    from anchorgpu.planner.train_sizes import train_pp_sizes
 
     gpus = layout.gpus if isinstance(layout.gpus, int) and layout.gpus > 0 else None
     depths = [pp for pp in train_pp_sizes(layers, gpus) if pp > 1]

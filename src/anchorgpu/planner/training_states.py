@@ -12,8 +12,9 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import said
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import memo_on_frozen
-from anchorgpu.planner.formats import WeightFormat, model_param_parts
+from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.terms import layout_weights_bytes
+from anchorgpu.planner.weight_parts import model_param_parts
 
 __all__ = ["BF16_TRUE_LINE", "FP8_STATE_WEIGHTS", "OPTIMIZER_STATE_LINES", "STATE_WORDS", "expert_params_per_gpu", "ZERO_BF16_COPY_LINE", "full_training_states",
            "params_per_gpu", "update_partition_bytes", "zero_runs_deepspeed"]

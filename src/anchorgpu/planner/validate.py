@@ -22,15 +22,8 @@ from anchorgpu.planner.formats import (
     shipped_format,
 )
 from anchorgpu.planner.inputs import KV_CACHE_AUTO, KV_CACHE_DTYPES, EngineSource, PrecisionPlan, Workload
-from anchorgpu.planner.layout_resolution import (
-    GPUS_PER_SERVER,
-    check_layout_counts,
-    check_layout_for_model,
-    check_tp,
-    default_tp,
-    resolve_layout,
-    tp_is_valid,
-)
+from anchorgpu.planner.layout_checks import check_layout_counts, check_layout_for_model
+from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER, check_tp, default_tp, resolve_layout, tp_is_valid
 from anchorgpu.planner.workload_checks import (
     check_activation_offload_layout,
     check_kv_cache_task,

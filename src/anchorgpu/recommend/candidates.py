@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import said
 from anchorgpu.planner._frozen import fast_init
-from anchorgpu.planner.sweep import SweepResult
+from anchorgpu.planner.sweep_types import SweepResult
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
 from anchorgpu.quotes.pricing import ServersPrice
 from anchorgpu.recommend.records import RecommendedOption, Rejection

@@ -20,11 +20,12 @@ from anchorgpu.planner.inputs import Layout, PrecisionPlan
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.batching import saturated_rates, serving_estimate
 from anchorgpu.planner.speed.estimate import engine_reservation, performance_calibration, request_tokens
-from anchorgpu.planner.speed.serving_plan import SERVER_GPUS, serving_saturation
+from anchorgpu.planner.speed.serving_plan import serving_saturation
+from anchorgpu.planner.speed.serving_setup import SERVER_GPUS
 from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepResult, SweepSpec
 
 __all__ = ["row_ceilings", "serving_ceilings", "training_ceilings"]
 

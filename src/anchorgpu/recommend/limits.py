@@ -18,7 +18,7 @@ import numpy.typing as npt
 from anchorgpu.units import fmt_given
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import SweepResult
+    from anchorgpu.planner.sweep_types import SweepResult
 
 __all__ = ["LimitsApplied", "apply_limits", "limits_json", "limits_line"]
 

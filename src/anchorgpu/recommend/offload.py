@@ -28,12 +28,12 @@ from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, Offload, PrecisionPlan
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
+from anchorgpu.planner.speed.serving_setup import SERVER_GPUS
 from anchorgpu.recommend.shapes import crosses_network, network_gbit_per_s_per_gpu
 from anchorgpu.units import fmt_bytes
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepResult, SweepSpec
 
 __all__ = ["OFFLOAD", "Offloaded", "offload_line", "offloaded_rows"]
 

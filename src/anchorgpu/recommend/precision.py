@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.sweep import DEFAULT_INFERENCE_WEIGHTS, SweepSpec
+from anchorgpu.planner.sweep_types import DEFAULT_INFERENCE_WEIGHTS, SweepSpec
 
 __all__ = ["LOWER_PRECISION_NOTE", "PrecisionChoice", "lowered", "precision_choice"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from anchorgpu.planner.sweep import SweepResult
+from anchorgpu.planner.sweep_types import SweepResult
 
 __all__ = ["best_per_group", "best_serving_per_group", "closest_miss", "group_keys", "stages_on_scale_up_grid"]
 
@@ -188,7 +188,7 @@ def _by_chooser_rule(result: SweepResult, usable: np.ndarray, found: Groups, mar
     configurations near it or faster than it (few: those that climbed past it) are read one by one."""
     from anchorgpu.planner.speed.chooser_margin import in_reach, pick_split
     from anchorgpu.planner.speed.ranking import speed_rank
-    from anchorgpu.planner.speed.training import TrainLayout
+    from anchorgpu.planner.speed.train_layout import TrainLayout
 
     c = result.columns
     keys = group_keys(result) if group is None else group

@@ -31,7 +31,8 @@ from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
 from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.peaks import fp4_units_take
-from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
+from anchorgpu.planner.sweep import sweep
+from anchorgpu.planner.sweep_types import HardwareShape, SweepResult, SweepSpec
 from anchorgpu.planner.validate import check_kv_cache_task, default_kv_cache, kv_cache_runs_on
 from anchorgpu.planner.workload_checks import validate_workload
 from anchorgpu.quotes import UnpricedOffering

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
+from anchorgpu.planner.speed.serving_setup import SERVER_GPUS
 from anchorgpu.planner.speed.topology import server_gpus
-from anchorgpu.planner.sweep import HardwareShape
+from anchorgpu.planner.sweep_types import HardwareShape
 from anchorgpu.units import bytes_per_s_to_gbit_per_s, gbit_per_s_to_bytes_per_s
 
 __all__ = ["crosses_network", "multi_server_network_line", "network_bytes_per_s_per_gpu", "network_gbit_per_s_per_gpu",

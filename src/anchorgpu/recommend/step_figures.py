@@ -20,10 +20,10 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
+from anchorgpu.planner.speed.serving_setup import SERVER_GPUS
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec
+    from anchorgpu.planner.sweep_types import HardwareShape, SweepSpec
     from anchorgpu.recommend.records import RecommendedOption
 
 __all__ = ["STEP_FIGURES", "step_figures_of", "training_step_figures"]

@@ -13,7 +13,8 @@ from fastapi.responses import HTMLResponse, Response
 from anchorgpu.api.deps import ClockDep, UowFactoryDep
 from anchorgpu.api.routes.offerings import offering_rows
 from anchorgpu.errors import AnchorError, InvalidInput
-from anchorgpu.validation import ascii_int, usd_amount
+from anchorgpu.money_rules import usd_amount
+from anchorgpu.validation import ascii_int
 from anchorgpu.web.i18n import PageText, page_text
 from anchorgpu.web.refusals import refusal_words
 from anchorgpu.web.templating import render

@@ -24,7 +24,7 @@ def format_value(value: Any, unit: str, locale: str = "en") -> str:
     >>> format_value(3.35e12, "bytes/s", "ru")
     '3\xa0350 GB/s'
     """
-    from anchorgpu.web.templating import money, number
+    from anchorgpu.web.filters import money, number
 
     if value is None:
         return "–"

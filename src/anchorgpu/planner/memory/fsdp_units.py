@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from anchorgpu.planner.formats import ModelParts
+from anchorgpu.planner.weight_parts import ModelParts
 
 __all__ = ["fsdp_gather_peak_bytes", "fsdp_unit_gradients_bytes", "fsdp_unresharded_gradients_bytes"]
 

@@ -7,8 +7,8 @@ import math
 from collections.abc import Sequence
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.formats import ModelParts
 from anchorgpu.planner.memory.fsdp_units import fsdp_gather_peak_bytes
+from anchorgpu.planner.weight_parts import ModelParts
 from anchorgpu.units import ceil_div
 
 # --------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ sliding-window layer costs beyond its window. Both are measured, not fitted (``s
   of key tiles: loading the queries, the softmax's rescaling, writing the output): measured as the same
   ~670 tokens at windows of 128 and 1,024.
 * **TensorRT-LLM's context attention.** Where TensorRT-LLM runs a prompt's attention as its own kernel
-  (``step_constants.prompt_attention_apart``) with an FP8 KV cache, the prompt's causal pairs run at
+  (``engine_terms.prompt_attention_apart``) with an FP8 KV cache, the prompt's causal pairs run at
   ``stated.trtllm_context_attention_peak_share`` (R) of the BF16 peak and each query costs
   ``stated.trtllm_context_attention_extra_pairs`` (E) more key pairs: a prompt of ``I`` tokens at
   ``R (I / 2) / (I / 2 + E)`` of the peak, read from AIConfigurator 0.12.0's measured context-attention tables

@@ -23,12 +23,13 @@ from anchorgpu.planner.speed.batching_rules import (  # re-exported: the rules t
 )
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
+from anchorgpu.planner.speed.dense_step import _dense_step
 from anchorgpu.planner.speed.flops import (
     _ATTENTION_CACHE,
     decode_attention_flops_per_token,
     unsampled_prompt_share,
 )
-from anchorgpu.planner.speed.serving import _dense_step, _step
+from anchorgpu.planner.speed.serving import _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 from anchorgpu.units import at_least
 

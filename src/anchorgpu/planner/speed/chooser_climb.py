@@ -29,7 +29,7 @@ from anchorgpu.planner.speed.chooser_margin import LADDER_GAIN, in_reach, needed
 from anchorgpu.planner.speed.chooser_order import fastest_first
 from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, MICRO_BATCHES
 from anchorgpu.planner.speed.ranking import speed_rank
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
 
 __all__ = ["climbers"]
 

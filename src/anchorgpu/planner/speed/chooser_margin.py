@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from anchorgpu.planner.engine_choice import TRAINING_RECIPES, launches_stages, launches_tp_cp
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
 
 __all__ = ["LADDER_GAIN", "features", "in_reach", "launchers", "needed", "pick_split", "simpler", "split_of"]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import Recompute
 from anchorgpu.planner.speed.ranking import speed_rank
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
 
 __all__ = ["add_zero2_block", "fastest_first", "zero1_twins"]
 

@@ -124,7 +124,7 @@ class Calibration:
     launches: LayerLaunches = LayerLaunches()  # kernels a layer launches by block (scales per_layer_step_s)
     moe_tile_rows: float = 0.0  # a grouped product's smallest tile: fewer rows per expert cost no more (0: no floor)
     # TensorRT-LLM's MoE kernel: seconds a GPU's routed row (a token's copy for one expert) costs beyond the roofline,
-    # by CUDA compute capability ("10.0": B200/GB200); a family absent costs none (step_constants.trtllm_moe_s_per_token)
+    # by CUDA compute capability ("10.0": B200/GB200); a family absent costs none (engine_terms.trtllm_moe_s_per_token)
     trtllm_moe_s_per_routed_row: dict[str, float] = field(default_factory=dict)
     # TensorRT-LLM's TRTLLM-gen MoE kernel: its routed products' small-row falloff (half_tokens), by CUDA compute
     # capability, in place of the fitted moe_expert_half_tokens; a family absent keeps the fit (speed.moe_backend)
@@ -135,7 +135,7 @@ class Calibration:
     vllm_marlin_moe_peak_share: dict[str, float] = field(default_factory=dict)
     vllm_marlin_moe_expert_half_tokens: dict[str, float] = field(default_factory=dict)
     # TensorRT-LLM's decode attention: the share of a GPU's memory bandwidth it reaches reading an FP8 KV cache, by GPU
-    # name; a GPU absent (or a dense model) reads at decode_mbu (step_constants.trtllm_kv_read_fraction)
+    # name; a GPU absent (or a dense model) reads at decode_mbu (engine_terms.trtllm_kv_read_fraction)
     trtllm_decode_attention_kv_fraction: dict[str, float] = field(default_factory=dict)
     # TensorRT-LLM's NVFP4 products: the share of a GPU's dense FP4 peak its measured GEMMs reach, by GPU name;
     # FP4 serving products scale fp4_matmul_efficiency by it over B200's (serve_precision_efficiency); absent: 1
@@ -146,7 +146,7 @@ class Calibration:
     serve_gemm_peak_share: dict[str, dict[str, float]] = field(default_factory=dict)
     serve_gemm_reference: tuple[str, ...] = ()
     # TensorRT-LLM's own TP all-reduce inside an NVLink server: its fixed cost, by GPU name; a GPU absent takes
-    # latency_s["scale-up"] (step_constants.allreduce_latency_s)
+    # latency_s["scale-up"] (engine_terms.allreduce_latency_s)
     trtllm_allreduce_latency_s: dict[str, float] = field(default_factory=dict)
     # TensorRT-LLM's context attention with an FP8 KV cache: the share of the BF16 peak its causal pairs run at, and
     # the extra key pairs a query costs, by CUDA compute capability; absent: attention_efficiency, none
@@ -155,7 +155,7 @@ class Calibration:
     trtllm_context_attention_extra_pairs: dict[str, float] = field(default_factory=dict)
     # NCCL's all-gather / reduce-scatter inside an NVLink server: the fixed cost of each of the two collectives of an
     # expert-parallel exchange wider than TP (attention DP), by GPU name and group size; a GPU or size absent takes
-    # the link's latency (step_constants.ep_exchange_latency_s)
+    # the link's latency (engine_terms.ep_exchange_latency_s)
     ep_exchange_latency_s: dict[str, dict[int, float]] = field(default_factory=dict)
     fa2_hopper_attention_efficiency: float = 0.0  # FlashAttention-2-class kernels on Hopper and newer (0: as flash)
     # fused attention's rate by head size over head dimension 128's, by CUDA compute capability major version, and the

@@ -16,7 +16,7 @@ time, DDP and ZeRO-1/2 reduce a bucket at a time.
 ZeRO-2 keeps only its 1/DP shard of the gradients, so it reduces every micro-batch's gradients in that micro-batch's
 backward, on either stack (:func:`~anchorgpu.planner.speed.zero2.zero2_sync_terms`); with pipeline stages only on the
 PyTorch stack, as Llama 3's FSDP (row L3-405B; Megatron-FSDP runs no stages,
-:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`).
+:func:`~anchorgpu.planner.layout_checks.sharded_pipeline_refusal`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from anchorgpu.planner.speed.offload import parameter_fetch_s
 from anchorgpu.planner.speed.zero2 import BACKWARD_SHARE, BUCKET_MIN_PARAMS, zero2_sync_terms
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.speed.training import TrainSplit
+    from anchorgpu.planner.speed.train_layout import TrainSplit
 
 __all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "collective_sm_share", "data_parallel_terms", "fsdp2_copies_s", "group_link_of",
            "held_params", "scatters_each_micro_batch", "zero1_sync_bytes_per_value"]

@@ -22,12 +22,6 @@ from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.run_steps import run_steps, run_steps_line
 from anchorgpu.planner.sequence_parallel import speed_off_line
 from anchorgpu.planner.serving_handoff import HANDED
-from anchorgpu.planner.speed.assumption_lines import (
-    expert_launch_line,
-    larger_batch_line,
-    network_line,
-    step_line,
-)
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.caveats import (
     ENGINE_CAVEAT_LABEL,
@@ -56,17 +50,18 @@ from anchorgpu.planner.speed.pipeline import (
 )
 from anchorgpu.planner.speed.serving_plan import (
     ENGINE_RESERVATION,
-    SERVER_GPUS,
     KvReservation,
     context_of,
     saturation_concurrency,
     serving_band_kind,
     serving_performance,
-    serving_setup,
 )
+from anchorgpu.planner.speed.serving_setup import SERVER_GPUS, serving_setup
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of, server_gpus
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, training_step
 from anchorgpu.planner.speed.training_context import training_context
+from anchorgpu.planner.speed.training_lines import expert_launch_line, larger_batch_line, network_line, step_line
 from anchorgpu.units import bytes_per_s_to_gbit_per_s
 
 if TYPE_CHECKING:
@@ -259,8 +254,8 @@ def plan_performance(
     (none by default: vLLM captures every multiple of 8, so its padding is negligible); ``host_overlap`` False
     for an engine that schedules between GPU steps rather than beside them (vLLM before its async scheduling);
     ``absorbed_dequant`` True for an engine that dequantises MLA's absorbed latent weights from FP8 every step (SGLang
-    on ROCm: an SGLang plan on an AMD GPU sets it itself, ``serving_plan.sglang_step_terms``; True only adds it); ``engine`` the engine whose kernels ran where it is not
-    the workload's (measured rows only: ``serving_plan.serving_setup``). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
+    on ROCm: an SGLang plan on an AMD GPU sets it itself, ``serving_setup.sglang_step_terms``; True only adds it); ``engine`` the engine whose kernels ran where it is not
+    the workload's (measured rows only: ``serving_setup.serving_setup``). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
     for a diffusion pipeline, the figures are null and ``assumptions`` says why.
 
     >>> from anchorgpu.planner import Workload, plan

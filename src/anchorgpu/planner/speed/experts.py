@@ -9,9 +9,10 @@ from math import comb
 from typing import Literal
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.formats import WeightFormat, model_weight_parts
+from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.speed.flops import MOE_FORWARD_AGAIN, Recompute, TrainKind, forward_matmul_params
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
+from anchorgpu.planner.weight_parts import model_weight_parts
 
 __all__ = ["MoeDispatcher", "dense_layers", "ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
            "moe_expert_fraction_read", "moe_product_shares", "permutation_bytes",
@@ -79,7 +80,7 @@ def routed_weight_bytes_share_per_gpu(model: ModelSpec, fmt: WeightFormat, *, tp
     :func:`~anchorgpu.planner.memory.serving_expert_tp`), the rest's over TP (0.0 for a dense model). Bytes, not parameters: a format that stores the experts apart (gpt-oss's MXFP4 experts
     at 4.25 bits, padded to 3,072 wide, beside 16-bit attention and embeddings; an FP8 or FP4 format's 16-bit
     embeddings and head) gives them a smaller share of the bytes than of the parameters
-    (:func:`~anchorgpu.planner.formats.model_weight_parts`).
+    (:func:`~anchorgpu.planner.weight_parts.model_weight_parts`).
 
     >>> from anchorgpu.architectures import load_model
     >>> from anchorgpu.planner.formats import format_for_model

@@ -49,9 +49,9 @@ _HANDED_PAIRS: dict[tuple[int, int, str, bool, bool, str, bool],
 def handed_pair(terms: ServingTerms, model: ModelSpec, gpu: GpuSpec, setup: ServingSetup,
                 cal: Calibration) -> tuple[_StepConstants, _StepConstants]:
     """``step_constants._pair`` of a plan whose terms ``plan()`` handed over, with ``setup`` its
-    ``serving_plan.serving_setup``: of the setup's fields ``_pair`` keys on, the engine memory fixes the model, GPU,
+    ``serving_setup.serving_setup``: of the setup's fields ``_pair`` keys on, the engine memory fixes the model, GPU,
     weight format (its precision, FP8 blocks, quantized shares and gathered bytes, by the workload's engine), TP, PP
-    and EP (the server size is ``serving_plan.SERVER_GPUS``); the rest are the engine whose kernels run, attention DP,
+    and EP (the server size is ``serving_setup.SERVER_GPUS``); the rest are the engine whose kernels run, attention DP,
     an FP8 KV cache, the MoE kernel and the absorbed dequantisation, which the key holds with the memory's and the
     calibration's identities."""
     memory = terms.engine_memory

@@ -13,7 +13,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import Layout, Recompute, Workload
 from anchorgpu.planner.speed.chooser_margin import features, simpler
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan

@@ -35,9 +35,6 @@ from anchorgpu.planner.inputs import (
     Workload,
     default_seq_tokens,
     recompute_ladder,
-    train_cp_sizes,
-    train_ep_sizes,
-    train_pp_sizes,
 )
 from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from anchorgpu.planner.sequence_parallel import sequence_split_refusal, splits_whatever_stated
@@ -56,11 +53,9 @@ from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_
 from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.rung_bound import Growth, growth_of, rung_bounds
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
-from anchorgpu.planner.speed.training import (
-    TrainLayout,
-    tokens_per_s_bound,
-    training_step,
-)
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training import tokens_per_s_bound, training_step
+from anchorgpu.planner.train_sizes import train_cp_sizes, train_ep_sizes, train_pp_sizes
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -91,7 +86,7 @@ def sharded_with_stages(zero: int, train_stack: str) -> bool:
     pipeline stages on ``train_stack``: where neither the stack's rule for ZeRO-2 nor the Megatron-FSDP rule refuses
     it. ZeRO-1 (Megatron-Core's distributed optimizer, DeepSpeed's stage 1) runs with them on both stacks. ZeRO-2: on
     neither. Megatron's ZeRO-2 is Megatron-FSDP's ``optim_grads``
-    (:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`); on the PyTorch stack ``plan`` takes it
+    (:func:`~anchorgpu.planner.layout_checks.sharded_pipeline_refusal`); on the PyTorch stack ``plan`` takes it
     as Llama 3's own FSDP, which no public launcher runs (:mod:`~.zero2`: DeepSpeed's pipeline engine refuses stage
     2, and torchtitan's pipelining holds the gradients whole across the step, ZeRO-1's memory). FSDP (3):
     on the PyTorch stack only, where FSDP2 runs under ``torch.distributed.pipelining`` (torchtitan's Llama 3.1 405B on
@@ -103,7 +98,7 @@ def sharded_with_stages(zero: int, train_stack: str) -> bool:
     >>> [sharded_with_stages(z, "megatron") for z in (1, 2, 3)], [sharded_with_stages(z, "pytorch") for z in (1, 2, 3)]
     ([True, False, False], [True, False, True])
     """
-    from anchorgpu.planner.layout_resolution import sharded_pipeline_refusal
+    from anchorgpu.planner.layout_checks import sharded_pipeline_refusal
 
     if zero == 2:  # Megatron refuses it; the PyTorch stack plans it when asked, as Llama 3's FSDP (no launcher)
         return False

@@ -15,7 +15,7 @@ from typing import TypeVar
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import Recompute, Workload
 from anchorgpu.planner.speed.ranking import speed_rank
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
 
 __all__ = ["LADDER_PAST", "MICRO_BATCHES", "climb_ladder", "micro_batches", "rung_candidates"]
 

@@ -36,7 +36,7 @@ excess of their prompt steps is at least the whole reread (benchmarks/hardening/
 :func:`mixed_step_l2_kv_bytes` gives the bound as the decodes' KV bytes a GPU holds for a stage.
 
 Charged where a step holds a prompt chunk beside decoding sequences: the serving model's steps that carry a chunk
-(``serving._tick``/``_dense_step``, the sweep's ``Ticks.tick``) read their decodes' caches this many times, and a
+(``serving._tick``/``dense_step._dense_step``, the sweep's ``Ticks.tick``) read their decodes' caches this many times, and a
 burst's waves the steps they share with the next wave's prompts (``burst._shared_steps_reread_s``). Not charged for a
 model whose per-sequence read holds more than attention's cache (a recurrent layer's state, an encoder's or images'
 cross-attention K/V, read by other kernels and summed into the same figure here), an under-charge stated as such.

@@ -9,7 +9,8 @@ import statistics
 from typing import Any
 
 from anchorgpu.planner.speed.constants import Calibration, band_kind_of
-from anchorgpu.planner.speed.runs import Run, predict, row_engine
+from anchorgpu.planner.speed.row_engines import row_engine
+from anchorgpu.planner.speed.runs import Run, predict
 
 __all__ = ["SETS", "band_kind", "engine_of", "markdown", "paired_errors", "report_rows", "serving_kind", "set_of", "speed_ratio", "stack_of_row",
            "summary"]

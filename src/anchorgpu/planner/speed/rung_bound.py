@@ -34,14 +34,14 @@ from anchorgpu.planner.speed.experts import MoeDispatcher
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.micro_step import micro_step
 from anchorgpu.planner.speed.pipeline import PipelineSchedule, microbatches_for, pipeline_bubble_stage_times
-from anchorgpu.planner.speed.training import (
-    BOUND_SLACK,
+from anchorgpu.planner.speed.train_layout import (
     AttentionKernel,
     TrainLayout,
     _check,
     _check_interleaving,
     sequence_parallel_of,
 )
+from anchorgpu.planner.speed.training import BOUND_SLACK
 
 __all__ = ["RUNG_SLACK", "Growth", "growth_of", "rung_bound_of", "rung_bounds", "rung_tokens_per_s_bound"]
 

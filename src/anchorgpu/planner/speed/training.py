@@ -54,17 +54,14 @@ latencies of a group across servers, are :mod:`~anchorgpu.planner.speed.data_par
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init, memo_on_frozen
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies, layer_activation_bytes
 from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
-from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
 from anchorgpu.planner.speed.dequant import QLORA_BASE_FORMAT, gathered_bytes_per_param
 from anchorgpu.planner.speed.experts import MoeDispatcher
@@ -75,26 +72,28 @@ from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer
 from anchorgpu.planner.speed.pipeline import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     PipelineSchedule,
-    chunks_refusal,
-    interleaving_refusal,
     microbatches_for,
     p2p_transfers_per_microbatch,
     pipeline_bubble_fraction,
     pipeline_bubble_stage_times,
     slowest_stage_layers,
 )
+from anchorgpu.planner.speed.train_layout import (
+    AttentionKernel,
+    TrainLayout,
+    TrainSplit,
+    _check,
+    _check_interleaving,
+    sequence_parallel_of,
+)
 
 __all__ = [
-    "AttentionKernel",
     "BREAKDOWN_KEYS",
     "DEFAULT_GLOBAL_BATCH_TOKENS",
-    "TrainLayout",
-    "TrainSplit",
     "TrainingStep",
     "microbatches_for",
     "pipeline_bubble_fraction",
     "pipeline_bubble_stage_times",
-    "sequence_parallel_of",
     "slowest_stage_layers",
     "tokens_per_s_bound",
     "training_step",
@@ -102,69 +101,6 @@ __all__ = [
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "pp_bubble", "pp_p2p", "cp_comm", "dp_sync", "fsdp_comm", "ep_alltoall",
                   "moe_launch", "activation_offload", "optimizer")
-
-
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TrainLayout:
-    """A training layout: ``gpus == tp * cp * pp * dp``; ``zero`` 0-3 (3 = FSDP); ``v`` virtual stages."""
-
-    gpus: int
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    dp: int = 1
-    ep: int = 1
-    zero: int = 0
-    virtual_stages: int = 1
-    tp_overlap: bool = False
-    ep_overlap: bool = False
-    offload: str = "none"  # "optimizer": optimizer state and its step on the CPU; "params": the parameters too
-    pipeline_layout: PipelineLayout | None = None  # an explicit split of the layers over the chunks (else even)
-    sequence_parallel: bool | None = None  # None: on with TP > 1
-
-
-AttentionKernel = Literal["flash", "fa2", "unfused"]
-"""How a run's attention is computed: ``flash`` a current fused kernel (FlashAttention-3 / cuDNN class, what a plan
-assumes), ``fa2`` a FlashAttention-2-class kernel, ``unfused`` the score matrix computed whole and masked."""
-
-
-class TrainSplit(Protocol):
-    """What :func:`training_step` reads of a layout: a :class:`TrainLayout`, or the planner's resolved layout
-    (``ResolvedLayout`` has the same fields), read as it is."""
-
-    @property
-    def gpus(self) -> int: ...
-    @property
-    def tp(self) -> int: ...
-    @property
-    def pp(self) -> int: ...
-    @property
-    def cp(self) -> int: ...
-    @property
-    def dp(self) -> int: ...
-    @property
-    def ep(self) -> int: ...
-    @property
-    def zero(self) -> int: ...
-    @property
-    def virtual_stages(self) -> int: ...
-    @property
-    def tp_overlap(self) -> bool: ...
-    @property
-    def ep_overlap(self) -> bool: ...
-    @property
-    def offload(self) -> str: ...
-    @property
-    def pipeline_layout(self) -> PipelineLayout | None: ...
-    @property
-    def sequence_parallel(self) -> bool | None: ...
-
-
-def sequence_parallel_of(lay: TrainSplit) -> bool:
-    """Whether a layout runs sequence parallelism: as it states, or (``None``) with TP > 1."""
-    sp = lay.sequence_parallel
-    return lay.tp > 1 if sp is None else sp
 
 
 @fast_init
@@ -188,30 +124,6 @@ class TrainingStep:
 
 
 _new_step = builder(TrainingStep)  # TrainingStep(...) without the class call (once per step timed)
-
-
-def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
-    if lay.tp * lay.pp * lay.cp * lay.dp != lay.gpus:
-        raise InvalidWorkload(
-            said("layout tp {tp} x cp {cp} x pp {pp} x dp {dp} = {value:,} is not the {gpus:,} GPUs", tp=lay.tp,
-                 cp=lay.cp, pp=lay.pp, dp=lay.dp, value=lay.tp * lay.cp * lay.pp * lay.dp, gpus=lay.gpus))
-    refusal = cp_split_refusal(lay.cp, seq_tokens)
-    if refusal is not None:
-        raise InvalidWorkload(refusal)
-    chunks = None if lay.pipeline_layout is not None else chunks_refusal(lay.pp, lay.virtual_stages,
-                                                                          model.num_layers, model.name)
-    if chunks is not None:
-        raise InvalidWorkload(chunks)
-
-
-def _check_interleaving(lay: TrainSplit, microbatches: int, train_stack: str) -> None:
-    """Refuse interleaved chunks the training stack would not run with this step's micro-batches (one line)."""
-    refusal = interleaving_refusal(lay.pp, lay.virtual_stages, microbatches, train_stack)
-    if refusal is not None:
-        raise InvalidWorkload(said("--virtual-stages {virtual_stages} with PP {pp} and {microbatches} "
-                                   "micro-batch{value} a step: {refusal}", virtual_stages=lay.virtual_stages,
-                                   pp=lay.pp, microbatches=microbatches, value='es' if microbatches != 1 else '',
-                                   refusal=refusal))
 
 
 def training_step(

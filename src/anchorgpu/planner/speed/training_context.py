@@ -13,13 +13,6 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.eager_stack import speed_line
 from anchorgpu.planner.pipeline_layout import PipelineLayout
-from anchorgpu.planner.speed.assumption_lines import (
-    megatron_fsdp_line,
-    pytorch_fsdp_line,
-    pytorch_stack_line,
-    qlora_gather_line,
-    training_expert_parallel_line,
-)
 from anchorgpu.planner.speed.caveats import training_caveats
 from anchorgpu.planner.speed.constants import Band, Calibration, StackConstants, band_kind_of
 from anchorgpu.planner.speed.data_parallel import group_link_of
@@ -28,7 +21,14 @@ from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.figures import Evidence, evidence_items, evidence_of, plan_band
 from anchorgpu.planner.speed.links import group_link
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
-from anchorgpu.planner.speed.training import TrainLayout
+from anchorgpu.planner.speed.train_layout import TrainLayout
+from anchorgpu.planner.speed.training_lines import (
+    megatron_fsdp_line,
+    pytorch_fsdp_line,
+    pytorch_stack_line,
+    qlora_gather_line,
+    training_expert_parallel_line,
+)
 
 __all__ = ["TrainingContext", "training_context"]
 

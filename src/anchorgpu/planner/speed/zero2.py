@@ -37,7 +37,7 @@ runs, by training stack:
   (:data:`BUCKET_MIN_PARAMS`), and a bucket's scatter left at the end of a
   backward runs beside the next micro-batch; the step waits for the last one. Megatron-FSDP runs no pipeline
   stages, so ``plan`` refuses ``--zero 2`` with ``--pp`` on this stack
-  (:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`; what runs with stages is the distributed
+  (:func:`~anchorgpu.planner.layout_checks.sharded_pipeline_refusal`; what runs with stages is the distributed
   optimizer, ZeRO-1, whose gradient buffer is full-size on every rank).
 """
 
