@@ -42,7 +42,7 @@ def test_mixtral_on_16_b200_keeps_plans_zero1_within_the_margin(capsys: pytest.C
     row is plan's."""
     row, p = _row_and_plan(capsys, "mixtral-8x7b", "b200", 16)
     _same(row, p)
-    assert (row["layout"]["zero"], row["concurrency"], round(row["train_tokens_per_s"])) == (1, 4, 247_633)  # plan's figure after the refit 96bb4014
+    assert (row["layout"]["zero"], row["concurrency"], round(row["train_tokens_per_s"])) == (1, 4, 218_234)  # plan's figure with Blackwell's BF16 GEMM share (stop 61 mboss; 247,633 after the refit 96bb4014)
 
 
 def test_qwen3_30b_on_32_a100_keeps_plans_pp1_over_an_interleaved_split_6_percent_faster(
@@ -102,4 +102,4 @@ def test_qwen3_235b_on_32_b200_plan_meets_the_fsdp_climb_recommend_shows(capsys:
     row, p = _row_and_plan(capsys, "qwen3-235b-a22b", "b200", 32)
     _same(row, p)
     assert (p["layout"]["pp"], p["layout"]["zero"], p["workload"]["micro_batch"]) == (1, 3, 8)
-    assert round(p["performance"]["train_tokens_per_s"]) == 121_246  # plan's and recommend's figure after the refit 96bb4014 (121,241 at stop 57)
+    assert round(p["performance"]["train_tokens_per_s"]) == 112_829  # plan's and recommend's figure with Blackwell's BF16 GEMM share (stop 61 mboss; 121,246 after the refit 96bb4014)

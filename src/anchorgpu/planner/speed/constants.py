@@ -263,6 +263,27 @@ class Calibration:
         """
         return _share_ratio(self.serve_gemm_peak_share.get(precision), gpu.name, self.serve_gemm_reference)
 
+    def train_gemm_ratio(self, gpu: GpuSpec, precision: str) -> float:
+        """How much of its dense peak a training product on ``gpu`` reaches against the fitted one: for BF16, the
+        same measured GEMM share over the reference Hopper GPUs' as serving takes (:meth:`serve_gemm_ratio`; the
+        fitted ``train_matmul_efficiency`` rests on A100 and H100 rows, and AIConfigurator's BF16 tables hold the
+        Blackwell shares below Hopper's at training's rows too: m 8,192-65,536 H100 0.776, B200 0.674, GB200 0.640,
+        GB300 0.743, benchmarks/hardening/stop61_mboss.md); 1.0 for FP8 and FP4, whose fitted efficiencies already
+        include Blackwell rows (the MXFP8 ones, block-scaled: serving's ``fp8_block`` rule, no lower than Hopper's);
+        1.0 with the user's own efficiency (``origin`` user: their MFU is the share they gave).
+
+        >>> from anchorgpu.hardware import get_gpu
+        >>> from anchorgpu.planner.speed.calibration import calibration
+        >>> cal = calibration()
+        >>> round(cal.train_gemm_ratio(get_gpu("gb200"), "bf16"), 3), cal.train_gemm_ratio(get_gpu("gb200"), "fp8")
+        (0.831, 1.0)
+        >>> cal.train_gemm_ratio(get_gpu("h100"), "bf16"), cal.train_gemm_ratio(get_gpu("a100"), "bf16")
+        (1.0, 1.0)
+        """
+        if precision != "bf16" or self.origin == "user":
+            return 1.0
+        return self.serve_gemm_ratio(gpu, "bf16")
+
     def fp4_gemm_ratio(self, gpu: GpuSpec) -> float:
         """The share of its dense FP4 peak ``gpu``'s measured NVFP4 GEMMs reach over B200's
         (:attr:`fp4_gemm_peak_share`; the fitted ``fp4_matmul_efficiency`` is B200's own), 1.0 where either is absent.

@@ -140,7 +140,10 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
     att_rate = bf16 * (cal.fa2_hopper_attention_efficiency if fa2 else k.attention_efficiency)
     if attention_kernel != "unfused":
         att_rate *= attention_rate_ratio(model, gpu, cal)
-    mm_peak_eff = k.train_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
+    # Blackwell's BF16 GEMMs reach less of their peak than the Hopper ones the efficiency is fitted on
+    # (Calibration.train_gemm_ratio, measured)
+    mm_peak_eff = (k.train_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
+                   * cal.train_gemm_ratio(gpu, choice.precision))
     expert_share, route_share = moe_product_shares(model)
     passes = 1.0 + (1.0 / 3.0 if recompute == "full" or op_sac else 0.0)
     unfused = (unfused_expert_bytes(model, cal.moe_unfused_expert_bytes, recompute)
@@ -196,7 +199,8 @@ def _compute_micro_step(
     compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
                              + attn_run_f * tokens_rank / split / att_rate)
     if shape.head_f:  # the LM head at the BF16 rate, not the FP8/FP4 one (_step_shape)
-        bf16_eff = k.train_matmul_efficiency * width / (width + k.train_matmul_half_width)
+        bf16_eff = (k.train_matmul_efficiency * cal.train_gemm_ratio(gpu, "bf16")
+                    * width / (width + k.train_matmul_half_width))
         compute_s += imbalance * shape.head_f * tokens_rank / split * (
             1.0 / (peak_for(gpu, "bf16").flops_per_s * bf16_eff) - 1.0 / (choice.flops_per_s * mm_eff))
     elementwise_s = (tokens_rank * stage_layers * shape.ew_bytes * h / tp * shape.passes
