@@ -52,3 +52,24 @@ def test_a_blackwell_bf16_training_row_is_planned_at_its_measured_share() -> Non
     assert predict(ROWS["MB-H100-OSS120"], plain) == predict(ROWS["MB-H100-OSS120"], cal)
     gb200_fp8 = predict(ROWS["MB-GB200-Q30"], plain) / predict(ROWS["MB-GB200-Q30"], cal)
     assert 1.0 < gb200_fp8 < 1.02
+
+
+def test_the_step_line_states_the_share_the_products_run_at() -> None:
+    """The plan's step assumption said "BF16 products at a calibrated 66% of the dense peak" on a B200 whose products
+    the model runs at 66% x 0.862 (stop 61, found after mboss's merge): it now states the share they run at and where
+    it comes from; Hopper's line is unchanged."""
+    from anchorgpu.architectures import load_model
+    from anchorgpu.planner import Layout, Workload, plan
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    def products_clause(gpu: str) -> str:
+        p = plan(load_model("llama-3.1-8b"), Workload(task="train"), gpu=get_gpu(gpu), layout=Layout(gpus=8))
+        line = next(a for a in plan_performance(p)["assumptions"] if "products at a calibrated" in a)
+        return line.split("; ")[1]
+
+    cal = calibration()
+    fitted, ratio = cal.stack(get_gpu("b200")).train_matmul_efficiency, cal.train_gemm_ratio(get_gpu("b200"), "bf16")
+    assert products_clause("b200").startswith(f"BF16 products at a calibrated {fitted * ratio:.0%} of the dense peak "
+                                              f"for large shapes ({fitted:.0%} fitted on Hopper x {ratio:.3f}")
+    assert products_clause("h100").startswith(f"BF16 products at a calibrated {fitted:.0%} of the dense peak for "
+                                              "large shapes (less for")

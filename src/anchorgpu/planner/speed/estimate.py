@@ -164,7 +164,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
-                                  model.hidden_size // lay.tp, round(mfu_top, 2), "mfu" in cal.user_efficiencies))
+                                  model.hidden_size // lay.tp, round(mfu_top, 2), "mfu" in cal.user_efficiencies,
+                                  cal.train_gemm_ratio(plan.gpu, precision)))
     if ctx.stack_line is not None:
         assumptions.append(ctx.stack_line)
     if ctx.tp_line is not None:

@@ -65,21 +65,28 @@ def expert_launch_line(local_experts: float, gemms: int, host_s_per_gemm: float,
 
 @lru_cache(maxsize=1024)
 def step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precision: str, efficiency: float,
-               width: int, mfu_count_ratio: float = 1.0, user_mfu: bool = False) -> str:
+               width: int, mfu_count_ratio: float = 1.0, user_mfu: bool = False, gemm_ratio: float = 1.0) -> str:
     """The training-step assumption, memoised on its values (they recur across the layouts of a search).
     ``mfu_count_ratio``: MFU's count of a token's FLOPs (:func:`~.flops.training_flops_per_token`, attention over the
     whole sequence) over the causal work the kernels run (:func:`~.flops.causal_training_flops_per_token`), which is
     also MFU's ceiling: said wherever it passes 1.0 by a hundredth or more. ``user_mfu``: the efficiency is the
     user's ``mfu``, not a fitted one, and holds for every shape (``overrides.calibrated`` drops the shape term).
+    ``gemm_ratio``: this GPU's measured GEMM share over the Hopper GPUs' the efficiency is fitted on
+    (``Calibration.train_gemm_ratio``, BF16 on Blackwell), which the products run at and the line states.
 
     >>> step_line(4, 1, 131072, 2**21, "bf16", 0.66, 4096, 1.7).split("; ")[-1][:74]
     'MFU counts 6·N·D plus attention over the whole sequence, as the Llama 3 pa'
     >>> step_line(4, 1, 2048, 2**21, "bf16", 0.4, 4096, user_mfu=True).split("; ")[1]
     'BF16 products at the 40% of the dense peak you gave (mfu), at every width h/tp'
+    >>> step_line(4, 1, 2048, 2**21, "bf16", 0.66, 4096, gemm_ratio=0.862).split("; ")[1][:98]
+    'BF16 products at a calibrated 57% of the dense peak for large shapes (66% fitted on Hopper x 0.862'
     """
     products = (f"{precision.upper()} products at the {efficiency:.0%} of the dense peak you gave (mfu), at every "
-                "width h/tp" if user_mfu else f"{precision.upper()} products at a calibrated {efficiency:.0%} of the dense peak for "
-                f"large shapes (less for h/tp = {width:,})")
+                "width h/tp" if user_mfu else f"{precision.upper()} products at a calibrated {efficiency * gemm_ratio:.0%} of the dense "
+                "peak for large shapes ("
+                + (f"{efficiency:.0%} fitted on Hopper x {gemm_ratio:.3f}, this GPU's measured GEMM share over Hopper's; "
+                   if round(gemm_ratio, 3) != 1.0 else "")
+                + f"less for h/tp = {width:,})")
     return (f"step = {microbatches:,} micro-batch{'es' if microbatches != 1 else ''} of {micro_batch:,} x {seq:,} "
             "tokens per data-parallel rank"
             f" ({tokens:,} tokens); {products}"
