@@ -370,6 +370,14 @@ def _serve(run: Run, cal: Calibration) -> float:
                     * (r["prompt_tokens"] + r["output_tokens"] // 2))
             if held >= r["prompt_tokens"] + r["output_tokens"]:  # else not one request at full length: as sized
                 kv_tokens, sat = held, setup.replicas * engine_limits_of(p)[1]
+        if r.get("dataset") == "sharegpt":  # the requests' own lengths, as vllm bench serve drew them (burst_mix.py)
+            from anchorgpu.planner.speed.burst_mix import mixed_burst_makespan_s, sharegpt_pairs
+            from anchorgpu.planner.speed.serving_capacity import kv_bytes_per_gpu
+
+            makespan = mixed_burst_makespan_s(
+                model, gpu, setup, pairs=sharegpt_pairs(r["length_draw"])[:n], concurrency=max(1, sat), cal=cal,
+                kv_tokens=kv_tokens, kv_bytes_at=lambda tokens: float(kv_bytes_per_gpu(p, round(tokens))))
+            return float(n * r["output_tokens"]) / (front_end_delay_s(r) + makespan)
         # the front end's start delay the row's own page shows (front_end.py), before the engine's planned burst
         return float(n * r["output_tokens"]) / (front_end_delay_s(r) + burst_makespan_s(
             model, gpu, setup, requests=n, concurrency=max(1, sat), prompt_tokens=r["prompt_tokens"],
