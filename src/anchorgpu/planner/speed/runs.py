@@ -374,9 +374,16 @@ def _serve(run: Run, cal: Calibration) -> float:
             from anchorgpu.planner.speed.burst_mix import mixed_burst_makespan_s, sharegpt_pairs
             from anchorgpu.planner.speed.serving_capacity import kv_bytes_per_gpu
 
+            reserve_tokens = None
+            if reservation == "full":  # TensorRT-LLM reserves each request's prompt and max_tokens: the cache in
+                # tokens, as the plan sizes it at the row's lengths; the sequence cap its own
+                length = r["prompt_tokens"] + r["output_tokens"]
+                reserve_tokens = float(p.breakdown["kv_cache_capacity_bytes"]) / kv_bytes_per_gpu(p, length) * length
+                sat = setup.replicas * engine_limits_of(p)[1]
             makespan = mixed_burst_makespan_s(
                 model, gpu, setup, pairs=sharegpt_pairs(r["length_draw"])[:n], concurrency=max(1, sat), cal=cal,
-                kv_tokens=kv_tokens, kv_bytes_at=lambda tokens: float(kv_bytes_per_gpu(p, round(tokens))))
+                kv_tokens=kv_tokens, reserve_tokens=reserve_tokens,
+                kv_bytes_at=lambda tokens: float(kv_bytes_per_gpu(p, round(tokens))))
             return float(n * r["output_tokens"]) / (front_end_delay_s(r) + makespan)
         # the front end's start delay the row's own page shows (front_end.py), before the engine's planned burst
         return float(n * r["output_tokens"]) / (front_end_delay_s(r) + burst_makespan_s(
