@@ -24,7 +24,10 @@ flat parameter, so FSDP2's copies out of the gather buffer and into the scatter 
 (``te``: Megatron-Bridge's recipes and performance scripts from r0.1.0, Transformer Engine's fused kernel).
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
 (``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.burst.burst_makespan_s`), after the start delay its
-page's own latencies show where it states them (``front_end``: :mod:`~anchorgpu.planner.speed.front_end`). ``host_overlap: false``
+page's own latencies show where it states them (``front_end``: :mod:`~anchorgpu.planner.speed.front_end`). A burst
+of ``dataset: "sharegpt"`` (``vllm bench serve --dataset-name sharegpt``) is timed step by step over the request
+lengths that benchmark draws (``length_draw``: :func:`~anchorgpu.planner.speed.burst_mix.sharegpt_pairs`), not at its
+mean lengths: its makespan is its longest answers'. ``host_overlap: false``
 marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
 opt-in: vllm-project/vllm PR #19970). ``absorbed_dequant: true`` marks an engine that kept an MLA model's absorbed
 latent weights in FP8 and dequantised them every step (SGLang on ROCm: ``launches.absorbed_dequant_bytes``).
