@@ -6,8 +6,9 @@ output / elapsed time, ``scripts/vllm/README.md`` @63d027a) divide their output 
 finishes. With a fixed prompt and output length the engine runs them in waves of what it holds at once, and a wave's
 prompts are prefilled before its outputs decode together (``burst.burst_makespan_s``). GPUStack's ShareGPT runs are
 the same kind of burst (``vllm bench serve`` with no ``--request-rate`` sends its 1,000 prompts at once) and are
-planned as one since stop 59, each request at the run's mean lengths (ShareGPT's length mix is not published; read
-before as the steady state, which every one of the 11 came out further from). A wave whose caches at full length
+planned as one since stop 59 (read before as the steady state, which every one of the 11 came out further from), and
+since stop 61 over the request lengths vLLM's benchmark draws from ShareGPT rather than at the run's mean lengths
+(``burst_mix``, ``tests/speed/test_sharegpt_burst.py``). A wave whose caches at full length
 outgrow vLLM's KV cache is timed with vLLM's recompute preemption: the newest running requests are dropped when a
 slot is missing and their prompt and outputs computed again later (vllm-project/vllm
 ``vllm/v1/core/sched/scheduler.py`` ``schedule()``: ``preempted_req = self.running.pop()``; V0's

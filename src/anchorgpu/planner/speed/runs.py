@@ -24,7 +24,10 @@ flat parameter, so FSDP2's copies out of the gather buffer and into the scatter 
 (``te``: Megatron-Bridge's recipes and performance scripts from r0.1.0, Transformer Engine's fused kernel).
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
 (``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.burst.burst_makespan_s`), after the start delay its
-page's own latencies show where it states them (``front_end``: :mod:`~anchorgpu.planner.speed.front_end`). ``host_overlap: false``
+page's own latencies show where it states them (``front_end``: :mod:`~anchorgpu.planner.speed.front_end`). A burst
+of ``dataset: "sharegpt"`` (``vllm bench serve --dataset-name sharegpt``) is timed step by step over the request
+lengths that benchmark draws (``length_draw``: :func:`~anchorgpu.planner.speed.burst_mix.sharegpt_pairs`), not at its
+mean lengths: its makespan is its longest answers'. ``host_overlap: false``
 marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
 opt-in: vllm-project/vllm PR #19970). ``absorbed_dequant: true`` marks an engine that kept an MLA model's absorbed
 latent weights in FP8 and dequantised them every step (SGLang on ROCm: ``launches.absorbed_dequant_bytes``).
@@ -284,6 +287,21 @@ def _serve(run: Run, cal: Calibration) -> float:
                     * (r["prompt_tokens"] + r["output_tokens"] // 2))
             if held >= r["prompt_tokens"] + r["output_tokens"]:  # else not one request at full length: as sized
                 kv_tokens, sat = held, setup.replicas * engine_limits_of(p)[1]
+        if r.get("dataset") == "sharegpt":  # the requests' own lengths, as vllm bench serve drew them (burst_mix.py)
+            from anchorgpu.planner.speed.burst_mix import mixed_burst_makespan_s, sharegpt_pairs
+            from anchorgpu.planner.speed.serving_capacity import kv_bytes_per_gpu
+
+            reserve_tokens = None
+            if reservation == "full":  # TensorRT-LLM reserves each request's prompt and max_tokens: the cache in
+                # tokens, as the plan sizes it at the row's lengths; the sequence cap its own
+                length = r["prompt_tokens"] + r["output_tokens"]
+                reserve_tokens = float(p.breakdown["kv_cache_capacity_bytes"]) / kv_bytes_per_gpu(p, length) * length
+                sat = setup.replicas * engine_limits_of(p)[1]
+            makespan = mixed_burst_makespan_s(
+                model, gpu, setup, pairs=sharegpt_pairs(r["length_draw"])[:n], concurrency=max(1, sat), cal=cal,
+                kv_tokens=kv_tokens, reserve_tokens=reserve_tokens,
+                kv_bytes_at=lambda tokens: float(kv_bytes_per_gpu(p, round(tokens))))
+            return float(n * r["output_tokens"]) / (front_end_delay_s(r) + makespan)
         # the front end's start delay the row's own page shows (front_end.py), before the engine's planned burst
         return float(n * r["output_tokens"]) / (front_end_delay_s(r) + burst_makespan_s(
             model, gpu, setup, requests=n, concurrency=max(1, sat), prompt_tokens=r["prompt_tokens"],
