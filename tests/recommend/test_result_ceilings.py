@@ -80,9 +80,12 @@ def test_a_training_results_ceilings_are_those_plan_gives_the_same_layout() -> N
     rec = recommendation_to_json(recommend(MODEL, spec, CATALOG, "1w", NOW, top=3))
     for r in rec["results"]:
         lay = r["layout"]
-        p = plan(MODEL, Workload(task="train", recompute=r["recompute"]), gpu=get_gpu(r["gpu"]),
+        # the row's micro-batch (its whole steps set the time) and offload (1 x L40S offloads the optimizer state)
+        p = plan(MODEL, Workload(task="train", recompute=r["recompute"], micro_batch=r["concurrency"]),
+                 gpu=get_gpu(r["gpu"]),
                  layout=Layout(gpus=r["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], zero=lay["zero"],
-                               cp=lay["cp"], virtual_stages=lay["virtual_stages"]),
+                               cp=lay["cp"], virtual_stages=lay["virtual_stages"],
+                               offload=lay.get("offload", "none")),
                  suggest=False, choose_layout=False)
         perf = plan_performance(p, train_tokens=10**10)
         assert r["train_tokens_per_s_ceiling"] == pytest.approx(perf["train_tokens_per_s_ceiling"], abs=0.1)
