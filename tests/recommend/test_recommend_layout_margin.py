@@ -105,8 +105,6 @@ def test_qwen3_235b_on_32_b200_plan_meets_the_fsdp_climb_recommend_shows(capsys:
     assert round(p["performance"]["train_tokens_per_s"]) == 113_171  # plan's and recommend's figure after stop 61's refit cd9b23fe (112,829 with Blackwell's BF16 GEMM share at stop 61's mboss; 121,246 after stop 60's refit 96bb4014)
 
 
-@pytest.mark.xfail(strict=True, reason="plan keeps ZeRO-1 (59,937 tok/s), recommend shows its ZeRO-2 twin (59,938): "
-                   "ZeRO-2's sync takes no collective_sm_share, so the twin premise of chooser_order.zero1_twins fails")
 def test_qwen3_30b_on_8_h100_recommends_plans_zero_stage(capsys: pytest.CaptureFixture[str]) -> None:
     """Since stop 61's merges (data_parallel.collective_sm_share slows the products beside ZeRO-1's and ZeRO-3's
     data-parallel collectives, not beside ZeRO-2's per-micro-batch scatters) the ZeRO-2 twin of EP 8 at micro-batch 4
@@ -114,6 +112,7 @@ def test_qwen3_30b_on_8_h100_recommends_plans_zero_stage(capsys: pytest.CaptureF
     stop 61's refit cd9b23fe; at stop 60's refit 96bb4014 ZeRO-1 was the faster, 59,499.2 against 59,499.0).
     ``plan``'s chooser times a ZeRO-2 layout only after its ZeRO-1 twin went by unfitted (chooser_order.zero1_twins:
     a twin never slower on Megatron), so its first layout is ZeRO-1; recommend's rows rank the sweep's speeds, so
-    their first is ZeRO-2, and pick_split keeps each side's first. Passes once the two agree again."""
+    their first is ZeRO-2, and pick_split keeps each side's first. Fixed in stop 61 (zero2.zero2_sync_terms takes
+    the same SM share beside the backward): ZeRO-2 59,887 against ZeRO-1's 59,937, and both faces show ZeRO-1."""
     row, p = _row_and_plan(capsys, "qwen3-30b-a3b", "h100", 8)
     _same(row, p)

@@ -237,7 +237,8 @@ def test_mixture_of_experts_and_pipeline_serving_say_how_far_off_they_fell() -> 
     cal = calibration()
     gpu = __import__("anchorgpu.hardware", fromlist=["get_gpu"]).get_gpu("b200")
     dense, moe, staged = cal.band(gpu, "serve"), cal.band(gpu, "serve", "moe"), cal.band(gpu, "serve", "pp")
-    assert moe.low < 0.8 < dense.low and moe.high > dense.high and staged.low < 0.8 < dense.low  # stop 55: MoE low 0.754
+    # stop 61's refit cd9b23fe: dense 0.905, MoE 0.82, staged 0.784 (stop 55: MoE low 0.754)
+    assert moe.low < 0.85 < dense.low and moe.high > dense.high and staged.low < 0.85 < dense.low
     assert serving_band_kind(load_model("qwen3-30b-a3b"), 1) == "moe"
     assert serving_band_kind(load_model("llama-3.3-70b"), 4) == "pp" and serving_band_kind(load_model("llama-3.3-70b"), 1) is None
 

@@ -97,3 +97,22 @@ def test_the_13b_moves_more_than_the_8b():
         return 1 - predict(runs[rid], cal) / predict(runs[rid], _without(cal))
 
     assert moved("OLMO-13B-FP8") > 1.5 * moved("OLMO-L3-8B-FP8") > 0
+
+
+@pytest.mark.parametrize("stack", ["pytorch", "megatron"])
+def test_zero2_inside_a_server_pays_the_share_too(stack):
+    """ZeRO-2's per-micro-batch reduces and its step-end gather hold the same channels' SMs as ZeRO-1's sync: without
+    the share ZeRO-2 ran 0.002% faster than its ZeRO-1 twin on Megatron (Qwen3-30B-A3B, EP 8, 8 H100), which broke
+    the chooser's premise that a ZeRO-1 twin is never slower (chooser_order.zero1_twins) and split plan (ZeRO-1) from
+    recommend (ZeRO-2) (stop 61; tests/recommend/test_recommend_layout_margin.py)."""
+    cal = calibration()
+    lay = TrainLayout(gpus=8, tp=1, pp=1, dp=8, zero=2)
+
+    def terms(c):
+        return data_parallel_terms(MODEL, H100, c, lay, stage_layers=MODEL.num_layers, compute_s=1.0,
+                                   trains_base=True, gpus_per_server=8, network_bytes_per_s=None,
+                                   grad_bytes_per_value=4, train_stack=stack)
+
+    with_, without = terms(cal), terms(_without(cal))
+    extra = (with_.micro_sync_s + with_.sync_s) - (without.micro_sync_s + without.sync_s)
+    assert 0.0 < extra <= collective_sm_share(H100, cal) * BACKWARD_SHARE + 1e-12

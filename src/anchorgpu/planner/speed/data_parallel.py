@@ -296,7 +296,7 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
     if lay.zero == 2 and trains_base and (shard_group > 1 or expert_group > 1):  # every backward reduces its own
         micro_sync_s, sync_s = zero2_sync_terms(groups, train_stack=train_stack, compute_s=compute_s,
                                                 grad_bytes_per_value=grad_bytes_per_value, efficiency=eff,
-                                                pipelined=lay.pp > 1)
+                                                pipelined=lay.pp > 1, sm_share=sm_share)
     elif lay.zero >= 3 and trains_base and (shard_group > 1 or expert_group > 1):
         # the scatter shares the backward's link with that backward's gather: it adds what the two leave exposed
         # beyond the gather alone (fsdp_s counted that)

@@ -83,7 +83,8 @@ def zero2_bucket_params(train_stack: str, group: int) -> int:
 
 
 def zero2_sync_terms(groups: Iterable[tuple[float, int, Link, float, float]], *, train_stack: str, compute_s: float,
-                     grad_bytes_per_value: int, efficiency: float, pipelined: bool = False) -> tuple[float, float]:
+                     grad_bytes_per_value: int, efficiency: float, pipelined: bool = False,
+                     sm_share: float = 0.0) -> tuple[float, float]:
     """(each micro-batch's gradient reduce its backward did not hide, what the step adds at its end), in seconds,
     for ZeRO-2 over ``groups``: (parameters held, the group reducing them, its link, its ring latency, layers).
 
@@ -98,6 +99,10 @@ def zero2_sync_terms(groups: Iterable[tuple[float, int, Link, float, float]], *,
     With one micro-batch on Megatron's stack this is ZeRO-1's sync plus the last bucket: never faster. On the PyTorch
     stack with pipeline stages (``pipelined``: Llama 3's FSDP) each layer is a bucket, reduce-scattered as
     Megatron-FSDP's are (the last one beside the next micro-batch).
+
+    ``sm_share``: the share of the SMs a collective holds while it runs (``data_parallel.collective_sm_share``), which
+    the products beside it lose, as ZeRO-1's and ZeRO-3's syncs charge it: the reduce hidden beside each backward, and
+    the gather hidden beside the last one.
 
     >>> from anchorgpu.planner.speed.links import Link
     >>> nic = Link(kind="network", bytes_per_s=50e9, latency_s=0.0, description="")
@@ -127,6 +132,8 @@ def zero2_sync_terms(groups: Iterable[tuple[float, int, Link, float, float]], *,
     backward_s = compute_s * BACKWARD_SHARE
     beside = (reduce_s - last_s if each_waits else reduce_s) + reduce_latency_s  # beside the backward
     alone = max(0.0, beside - backward_s)
-    micro_s = alone + (last_s if each_waits else 0.0)
-    step_s = max(0.0, beside + gather_s + gather_latency_s - backward_s) - alone + (0.0 if each_waits else last_s)
+    micro_s = alone + (last_s if each_waits else 0.0) + sm_share * min(beside, backward_s)
+    ending = beside + gather_s + gather_latency_s
+    step_s = (max(0.0, ending - backward_s) - alone + (0.0 if each_waits else last_s)
+              + sm_share * (min(ending, backward_s) - min(beside, backward_s)))
     return micro_s, step_s
