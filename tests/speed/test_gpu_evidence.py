@@ -148,7 +148,8 @@ def test_recommend_results_carry_their_gpus_evidence(capsys: pytest.CaptureFixtu
 def test_a_serving_plan_takes_its_engines_own_runs_where_there_are_enough() -> None:
     """On an 80 GB A100 GPUStack ran the same benchmarks on vLLM (VGA-*, a median 0.98x since stop 60 times
     FlashAttention 2's per-query-head KV reread in the steps its bursts share with prompts, test_mixed_attention; 0.89x
-    before, and 0.81x before vLLM's preemption was timed, test_burst_rows) and on TensorRT-LLM (TGA-*, 0.90x;
+    before, and 0.81x before vLLM's preemption was timed, test_burst_rows) and on TensorRT-LLM (TGA-*, 0.93x since stop 61 times the 128-token bursts after their front end's start and the ShareGPT bursts from
+    their drawn lengths, 0.90x before;
     gpustack/gpustack docs/performance-lab, commit 10e9444): a plan for each engine says its own, not the engines'
     rows together. Where an engine has fewer than three held-out rows on the GPU (vLLM's dense rows on
     an H200), every engine's rows speak and the sentence names none."""
@@ -158,7 +159,7 @@ def test_a_serving_plan_takes_its_engines_own_runs_where_there_are_enough() -> N
 
     vllm, trt = evidence("a100-80gb-sxm", "vllm"), evidence("a100-80gb-sxm", "trtllm")
     assert (vllm["engine"], vllm["held_out"]) == ("vllm", 10) and vllm["median_ratio"] > 0.95
-    assert (trt["engine"], trt["held_out"]) == ("trtllm", 10) and trt["median_ratio"] < 0.92
+    assert (trt["engine"], trt["held_out"]) == ("trtllm", 10) and trt["median_ratio"] < 0.95  # 0.93x since stop 61
     assert "10 held-out vLLM dense-model serving runs" in vllm["summary"]
     mixed = evidence("h200", "vllm")
     assert "engine" not in mixed and mixed["held_out"] > 3 and "vLLM" not in mixed["summary"]

@@ -37,7 +37,7 @@ def shard_share(parts: ModelParts, *, tp: int, pp: int, ep: int, dp_shard: int =
     ``expert_tp``: the ways each expert's matrices are split under EP (1, Megatron's expert TP as training plans it;
     a serving EP smaller than TP splits them ``tp / ep`` ways: :func:`serving_expert_tp`).
 
-    >>> from anchorgpu.planner.formats import ModelParts
+    >>> from anchorgpu.planner.weight_parts import ModelParts
     >>> parts = ModelParts(dense=800, experts=0, layer_other=8, embed=100, head=100, num_layers=8, tied=False)
     >>> shard_share(parts, tp=2, pp=1, ep=1)
     508
@@ -59,7 +59,7 @@ def routed_expert_share(parts: ModelParts, *, tp: int, pp: int, ep: int, stated:
     """The routed experts' part of :func:`shard_share` (most-loaded stage): under EP one GPU holds 1/ep of a
     stage's experts, each whole or ``1 / expert_tp`` of it (1/tp of each without EP, as the rest).
 
-    >>> from anchorgpu.planner.formats import ModelParts
+    >>> from anchorgpu.planner.weight_parts import ModelParts
     >>> routed_expert_share(ModelParts(dense=80, experts=800, layer_other=0, embed=0, head=0, num_layers=8,
     ...                                tied=False), tp=1, pp=2, ep=8)
     50.0
@@ -100,7 +100,7 @@ def gather_buffer_bytes(weight_parts: ModelParts, *, tp: int) -> int:
     gathered (:func:`~anchorgpu.planner.memory.fsdp_units.fsdp_gather_peak_bytes`: torchtitan ``apply_fsdp``, FSDP2's
     root, accelerate 1.15.0's ``TRANSFORMER_BASED_WRAP``). Two transformer layers where those are the largest pair.
 
-    >>> from anchorgpu.planner.formats import ModelParts
+    >>> from anchorgpu.planner.weight_parts import ModelParts
     >>> gather_buffer_bytes(ModelParts(dense=800, experts=0, layer_other=0, embed=0, head=0, num_layers=8,
     ...                                tied=False), tp=1)
     200
