@@ -37,7 +37,8 @@ def main() -> None:
         row = runs[f"TT-8B-8-CP{cp}"].row
         seq = row["seq_tokens"]
         flop_per_token = 6 * LLAMA31_8B_NON_EMBEDDING_PARAMS + 12 * LLAMA31_8B_LAYERS * LLAMA31_8B_HEADS * (
-            LLAMA31_8B_HEAD_DIM * seq)
+            LLAMA31_8B_HEAD_DIM * seq
+        )
         mfu = flop_per_token * row["value"] / H100_BF16_PEAK_FLOP_S
         print(f"  CP {cp}: seq {seq:>7,}  TPS {row['value']:>5,}  MFU {100 * mfu:4.1f}%")
     print("OLMo-core: missing time a step, and a fixed once-a-step cost amortised:")
@@ -52,8 +53,10 @@ def main() -> None:
         pred_s = _step_s(row, predict(runs[rid], cal))
         meas_s = _step_s(row, row["value"])
         new_s = pred_s + add_s
-        print(f"  {rid:15s} micro-batches a step {_microbatches(row):4d}  now {100 * (meas_s / pred_s - 1):+6.1f}%  "
-              f"with {add_s:.2f} s a step {100 * (meas_s / new_s - 1):+6.1f}%")
+        print(
+            f"  {rid:15s} micro-batches a step {_microbatches(row):4d}  now {100 * (meas_s / pred_s - 1):+6.1f}%  "
+            f"with {add_s:.2f} s a step {100 * (meas_s / new_s - 1):+6.1f}%"
+        )
 
 
 if __name__ == "__main__":
