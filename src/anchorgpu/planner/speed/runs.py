@@ -22,6 +22,9 @@ A training row with ``kind: "lora"`` trained low-rank adapters on a frozen model
 flat parameter, so FSDP2's copies out of the gather buffer and into the scatter buffer are not timed.
 ``cross_entropy`` names the loss's implementation where the run's recipe sets one other than its stack's default
 (``te``: Megatron-Bridge's recipes and performance scripts from r0.1.0, Transformer Engine's fused kernel).
+A trtllm-bench row states ``bench_requests`` (the perf-overview page's ``$num_requests`` for its shape); one over
+pipeline stages is timed over that run's makespan (:mod:`~anchorgpu.planner.speed.bench_makespan`), the others at
+their steady state.
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
 (``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.burst.burst_makespan_s`), after the start delay its
 page's own latencies show where it states them (``front_end``: :mod:`~anchorgpu.planner.speed.front_end`). A burst
@@ -264,6 +267,18 @@ def _serve(run: Run, cal: Calibration) -> float:
     dequant = bool(r.get("absorbed_dequant", False))  # True: MLA's absorbed weights dequantised every step (SGLang ROCm)
     engine = engine_of(run)  # the engine whose kernels ran (its MoE cost), which the row's plan may not name
     if run.metric == "max_output_tokens_per_s":
+        # trtllm-bench's makespan over stages (bench_makespan); a row restated from attention DP as TP keeps its
+        # steady state: its ranks' own schedules (each rank's batch and token budget) are not what it is timed as
+        if "bench_requests" in r and int(r.get("pp", 1)) > 1 and not r.get("attention_dp_weights"):
+            from anchorgpu.planner.speed.bench_makespan import staged_bench_output_tokens_per_s
+            from anchorgpu.planner.speed.serving_plan import serving_saturation
+
+            setup, _, sat = serving_saturation(p, r["prompt_tokens"], r["output_tokens"], cal, _reservation(r),
+                                               tuple(r.get("graph_batch_sizes", ())), overlap, None, dequant, engine)
+            if setup.replicas == 1:
+                return staged_bench_output_tokens_per_s(p, setup, sat, cal, requests=int(r["bench_requests"]),
+                                                        prompt_tokens=r["prompt_tokens"],
+                                                        output_tokens=r["output_tokens"])
         value = plan_performance(p, cal=cal, kv_reservation=_reservation(r),
                                  graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
                                  host_overlap=overlap, absorbed_dequant=dequant, engine=engine).get("max_output_tokens_per_s")
