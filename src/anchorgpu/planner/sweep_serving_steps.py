@@ -152,4 +152,4 @@ def time_to_first_token(ticks: Ticks, budget_tokens: FloatArray, batch: FloatArr
     chunk = prompt / chunks  # the budget's chunks and the remainder, timed as that many even ones (speed.batching._ttft)
     through = ticks.tick(others / ticks.groups(others), chunk)
     through *= ticks.pp
-    return np.multiply(ticks.hosted(through, others), chunks, out=out)
+    return np.multiply(ticks.hosted(through, others, chunk), chunks, out=out)

@@ -250,6 +250,9 @@ class Ticks:
         # TensorRT-LLM's ranks before the last wait for each forward, so one pass of that work a cycle adds to the
         # GPUs' (speed.step_constants.host_waited_passes); None where no layout has stages or the engine overlaps it
         self.host_waited: FloatArray | None = None
+        self.host_serial: FloatArray | None = None  # prompt steps add it (engine_terms.prompt_step_host_serial)
+        if trtllm and model.moe is not None and bool(((lay.tp == 1) & (lay.pp == 1)).any()):
+            self.host_serial = self.host * ((lay.tp == 1) & (lay.pp == 1))
         if trtllm:
             staged = lay.pp > 1
             if bool(staged.any()):
@@ -345,11 +348,13 @@ class Ticks:
         """Micro-batches a step's ``decode`` sequences are split into: up to ``pp``, one per stage each tick."""
         return np.where(self.pp > 1, np.minimum(self.pp, np.maximum(1.0, decode)), 1.0)
 
-    def hosted(self, step: FloatArray, decode: FloatArray) -> FloatArray:
+    def hosted(self, step: FloatArray, decode: FloatArray, prefill: FloatArray | float = 0.0) -> FloatArray:
         """``step`` (written over) no shorter than the engine's CPU work for its ``decode`` sequences, and longer by
-        the part of it the GPUs wait for (TensorRT-LLM with stages)."""
+        the part of it the GPUs wait for (TensorRT-LLM with stages, and its eager prompt steps on one GPU)."""
         if self.host_waited is not None:
             step += decode * self.host_waited
+        if self.host_serial is not None and np.any(prefill):
+            step += decode * self.host_serial * np.greater(prefill, 0.0)
         np.maximum(step, decode * self.host, out=step)
         return step
 
@@ -358,7 +363,7 @@ class Ticks:
         groups = self.groups(decode)
         step = self.tick(decode / groups, prefill / groups)
         step *= self.pp
-        return self.hosted(step, decode)
+        return self.hosted(step, decode, prefill)
 
     def decode_only_step(self, decode: FloatArray, light: FloatArray) -> FloatArray:
         """speed.serving._step of ``decode`` sequences and no prompt tokens, from ``light`` (a tick of its
@@ -392,4 +397,4 @@ class Ticks:
         staged += chunks * heavy
         np.maximum(staged, through, out=staged)
         np.copyto(heavy, staged, where=self.pp > 1)
-        return self.hosted(heavy, decode)
+        return self.hosted(heavy, decode, 1.0)

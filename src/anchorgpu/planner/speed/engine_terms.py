@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from anchorgpu.planner.speed.step_constants import ServingSetup
 
 __all__ = ["allreduce_latency_s", "ep_exchange_latency_s", "host_passes_per_cycle", "host_waited_passes",
-           "prompt_attention_apart", "trtllm_kv_read_applies", "trtllm_kv_read_fraction", "trtllm_moe_s_per_token"]
+           "prompt_attention_apart", "prompt_step_host_serial", "trtllm_kv_read_applies", "trtllm_kv_read_fraction", "trtllm_moe_s_per_token"]
 
 
 def prompt_attention_apart(engine: str) -> bool:
@@ -54,6 +54,37 @@ def host_passes_per_cycle(engine: str, pp: int) -> int:
     (8, 1, 1)
     """
     return pp if engine == "trtllm" and pp > 1 else 1
+
+
+def prompt_step_host_serial(engine: str, *, tp: int, pp: int, moe: bool) -> bool:
+    """Whether a step that carries prompt tokens takes the GPU's work *plus* the host's pass over the running sequences
+    (``host_s_per_sequence_step`` x batch) rather than the larger of the two: TensorRT-LLM, one stage, one GPU a
+    replica (attention-DP ranks planned as replicas included), a mixture of experts.
+
+    * Such a step runs without a CUDA graph: ``ScheduledRequests.can_run_cuda_graph`` is ``not
+      self.context_requests`` (NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/pyexecutor/scheduler.py``), so the host
+      launches the whole forward op by op from Python.
+    * One stage runs ``_executor_loop_overlap`` (``py_executor.py``: ``_executor_loop_pp`` where ``pp_size > 1``,
+      timed by :func:`host_waited_passes`), one thread that in each iteration schedules and prepares the step,
+      launches its forward, launches sampling, and only then updates the previous step's requests. Its per-sequence
+      work therefore runs in series with the forward's launches, and the step takes ``max(GPU, launch + h B)``.
+    * Where the eager forward is launch-bound (launching it takes at least the GPU's time for it), that is at least
+      ``GPU + h B``. A small-active MoE layer is where that holds: about 13 launches a layer
+      (``calibration.json`` ``kernel_launches_per_layer``; more kernels beside the grouped products: router,
+      top-k, permute, quantize, finalize) around products of 3B active parameters. On Grace a PyTorch module forward
+      takes 37.08 us of CPU (NVIDIA/TransformerEngine issue #2053; 13.48 us on a Xeon 8480C).
+
+    Not sized from a source: the launch time itself (the stated module time gives 23 ms a Qwen3-30B-A3B forward on
+    Grace, about half of what the GB200 rows imply; benchmarks/hardening/stop62_bwserve.md). Dense models and
+    replicas over TP > 1 are left overlapped: on the fit rows a dense model's prompt step is GPU-bound, and the TP
+    > 1 rows lose fit rows under it (stop 62 in benchmarks/moe_small_batch_findings.md, and stop62_bwserve.md).
+
+    >>> prompt_step_host_serial("trtllm", tp=1, pp=1, moe=True), prompt_step_host_serial("trtllm", tp=1, pp=2, moe=True)
+    (True, False)
+    >>> prompt_step_host_serial("vllm", tp=1, pp=1, moe=True), prompt_step_host_serial("trtllm", tp=1, pp=1, moe=False)
+    (False, False)
+    """
+    return engine == "trtllm" and tp == 1 and pp == 1 and moe
 
 
 def host_waited_passes(engine: str, pp: int) -> int:

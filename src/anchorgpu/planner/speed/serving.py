@@ -287,6 +287,9 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         host = c.host_s_per_sequence * batch  # the engine's CPU, overlapped: the step waits for the larger
         if not setup.host_overlap:  # scheduled between GPU steps instead: the step waits for both
             return step + host, fixed, weights_s, attention_s, comm, bound, top
+        if prefill_tokens and c.host_serial_with_prompt:  # an eager, launch-bound prompt step: in series
+            # (engine_terms.prompt_step_host_serial)
+            return step + host, fixed, weights_s, attention_s, comm, "host" if host > step else bound, top
         if host > step:
             return host, fixed, weights_s, attention_s, comm, "host", top
         return step, fixed, weights_s, attention_s, comm, bound, top

@@ -20,6 +20,7 @@ from anchorgpu.planner.speed.engine_terms import (  # allreduce_latency_s, promp
     host_passes_per_cycle,
     host_waited_passes,
     prompt_attention_apart,
+    prompt_step_host_serial,
     trtllm_kv_read_applies,
     trtllm_kv_read_fraction,
     trtllm_moe_s_per_token,
@@ -106,6 +107,8 @@ class _StepConstants:
     # host's passes over the running sequences in it, host_passes_per_cycle), overlapped with the GPU's
     host_waited_s_per_sequence: float  # the part of it a pipeline cycle waits for on top of the GPUs' work (the
     # stages' own micro-batches' host work, host_waited_passes); 0.0 where all of it is overlapped
+    host_serial_with_prompt: bool  # a step carrying prompt tokens adds the host's pass to the GPU's work instead of
+    # overlapping it (TensorRT-LLM's eager, launch-bound prompt step: engine_terms.prompt_step_host_serial)
     elementwise_s_per_token: float
     knee: float  # soft_roofline's exponent
     # each rate the step formula divides by, formed once in the same order
@@ -227,6 +230,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
                              * host_passes_per_cycle(setup.engine, setup.pp)),
         host_waited_s_per_sequence=(0.0 if ideal else cal.host_s_per_sequence_step[host_kind(gpu)]
                                     * host_waited_passes(setup.engine, setup.pp)),
+        host_serial_with_prompt=prompt_step_host_serial(setup.engine, tp=setup.tp, pp=setup.pp, moe=moe is not None),
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw + trtllm_moe_s_per_token(model, gpu, setup, cal)),
         knee=1e3 if ideal else k.roofline_exponent,
