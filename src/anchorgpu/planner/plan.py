@@ -65,7 +65,6 @@ __all__ = ["Layout", "MemoryBreakdown", "Overheads", "Plan", "PrecisionPlan", "R
            "plan"]
 
 
-
 @lru_cache(maxsize=1024)
 def _checkpoint_warning(checkpoint_bytes: int) -> PlanWarning:
     """The checkpoint-size warning (frozen, so shared): a model's checkpoint size recurs across its plans, and a said
