@@ -59,6 +59,18 @@ from anchorgpu.units import at_least, fmt_bytes
 
 __all__ = ["DEFAULT_REQUEST_NOTE", "EngineMemory", "engine_defaults", "engine_line", "engine_memory", "plan_inference", "request_media"]
 
+# the engine's memory lines, said once here: a said line is a ``str.format`` of its template each time it is made
+KV_REQUESTED_LINE = said("KV cache shown is what the requested sequences need; the serving engine reserves all the KV "
+                         "cache its memory setting allows at start-up (kv_cache_capacity_bytes in the breakdown).")
+KV_RUNNING_LINE = said("KV cache shown is what the sequences running at once need; the serving engine reserves all the "
+                       "KV cache its memory setting allows at start-up (kv_cache_capacity_bytes in the breakdown).")
+TRTLLM_PROFILE_LINE = said(
+    "The profiling pass's peak holds the weights, a step of max_num_tokens prompt tokens, non-torch memory and the "
+    "CUDA context; the KV cache is free_gpu_memory_fraction of what is left (TensorRT-LLM _torch/pyexecutor/_util.py "
+    "cal_max_tokens), so engine_budget_bytes is that peak less the CUDA context plus the KV cache.")
+VLLM_CONTEXT_LINE = said("CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA "
+                         "graphs are inside the profiled activation peak (vLLM V1).")
+
 
 @memo_on_frozen
 def _longest_kv_context(model: ModelSpec, capacity: int, seqs: int, bytes_per_value: float, tp: int, pp: int,
@@ -193,12 +205,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         # image tokens in the context: the vision tower's work, timed as prompt tokens the sequence does not hold
         breakdown["encoder_prefill_equivalent_tokens"] = tower
     state_one, state = state_one + cross_one, state + cross
-    assumptions.append(said("KV cache shown is what the requested sequences need; the serving engine reserves all the "
-                            "KV cache its memory setting allows at start-up (kv_cache_capacity_bytes in the breakdown).")
-                       if running == per_replica else
-                       said("KV cache shown is what the sequences running at once need; the serving engine reserves "
-                            "all the KV cache its memory setting allows at start-up (kv_cache_capacity_bytes in the "
-                            "breakdown)."))
+    assumptions.append(KV_REQUESTED_LINE if running == per_replica else KV_RUNNING_LINE)
     if w.engine == "sglang":
         assumptions.append(
             "SGLang sizes its KV pool as mem_fraction_static of the memory free at start (after the CUDA context and "
@@ -206,15 +213,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
             "live in the rest (sglang_reserve_bytes), so engine_budget_bytes is the weights, activations and "
             "non-torch memory plus that pool.")
     elif w.engine == "trtllm":
-        assumptions.append(said(
-            "The profiling pass's peak holds the weights, a step of max_num_tokens prompt tokens, non-torch memory "
-            "and the CUDA context; the KV cache is free_gpu_memory_fraction of what is left (TensorRT-LLM "
-            "_torch/pyexecutor/_util.py cal_max_tokens), so engine_budget_bytes is that peak less the CUDA context "
-            "plus the KV cache."))
+        assumptions.append(TRTLLM_PROFILE_LINE)
     else:
-        assumptions.append(said(
-            "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
-            "are inside the profiled activation peak (vLLM V1)."))
+        assumptions.append(VLLM_CONTEXT_LINE)
     per_gpu = new_memory_breakdown(weights, kv + state, prefill + sampler, 0, 0,  # weights, KV, activations,
                                    overhead_bytes=non_torch)  # gradients, optimizer (MemoryBreakdown's order)
     budget = None

@@ -64,7 +64,15 @@ if TYPE_CHECKING:
 __all__ = ["Layout", "MemoryBreakdown", "Overheads", "Plan", "PrecisionPlan", "ResolvedLayout", "Suggestion", "Workload",
            "plan"]
 
-_size = lru_cache(maxsize=1024)(fmt_bytes)  # a model's checkpoint size recurs across its plans
+
+@lru_cache(maxsize=1024)
+def _checkpoint_warning(checkpoint_bytes: int) -> PlanWarning:
+    """The checkpoint-size warning (frozen, so shared): a model's checkpoint size recurs across its plans, and a said
+    line costs a ``str.format`` of its template each time it is built."""
+    return make_warning("checkpoint_restore_unverified",
+                        said("a checkpoint takes {size}: test restoring it", size=fmt_bytes(checkpoint_bytes)))
+
+
 # the defaults of the frozen inputs, built once
 _WORKLOAD, _PRECISION, _LAYOUT, _OVERHEADS = Workload(), PrecisionPlan(), Layout(), Overheads()
 _BASE_CHECKS = (BASE_CHECK,)  # what to check when nothing was warned about
@@ -218,9 +226,7 @@ def plan(
             assumptions.append(expert_tp_line(lm.moe.num_experts, lay.tp, lay.ep))
     warnings += plan_warnings(terms.workload, lay, fmt, prec, gpu, model)  # the layout's, then the precision's
     if terms.checkpoint_bytes is not None:
-        warnings.append(make_warning("checkpoint_restore_unverified",
-                                     said("a checkpoint takes {size}: test restoring it",
-                                          size=_size(terms.checkpoint_bytes))))
+        warnings.append(_checkpoint_warning(terms.checkpoint_bytes))
     total = terms.per_gpu.total_bytes
     fits = headroom = None
     if terms.budget_bytes is not None:

@@ -100,7 +100,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                            + "): norms and dropout activations split too.")
     elif lay.tp > 1:
         assumptions.append(memory_off_line(lay.tp))
-    assumptions.append(said("Attention by a flash-attention kernel: no s² score matrix is stored."))
+    assumptions.append(FLASH_ATTENTION_LINE)
     # a PyTorch-native stack's own activations, loss and FSDP pipeline, full training only: the fine-tuning terms below
     # are measured on PEFT runs with their loss (planner.finetune)
     pytorch = w.task == "train" and w.train_stack == "pytorch"
@@ -332,6 +332,7 @@ FP8_ACTIVATIONS_LINE = (
     "layers (the norm outputs, the attention output, the MLP's down-projection input) as 1-byte copies, the norms' "
     "inputs, q, k, v, the attention output and the gated MLP's input in 16 bit; read from TE's code, not yet checked "
     "against a measured Megatron peak (FP4 products are planned at the same byte).")
+FLASH_ATTENTION_LINE = said("Attention by a flash-attention kernel: no s² score matrix is stored.")
 NO_DROPOUT_LINE = said("No dropout masks: the model's config states no dropout on the residual stream, and at p = 0 "
                        "neither PyTorch nor Megatron-Core keeps one.")
 

@@ -6,6 +6,7 @@ pipeline schedule. Pure."""
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import Workload
@@ -140,6 +141,7 @@ def interleaved_activation_bytes(one_f_one_b_bytes: int, pp: int, microbatches: 
     return math.ceil(one_f_one_b_bytes * (1 + (pp - 1) / (pp * microbatches)))
 
 
+@lru_cache(maxsize=64, typed=True)  # said by every interleaved plan, the same for a count of chunks
 def interleaved_activation_line(virtual_stages: int) -> str:
     """The assumption of :func:`interleaved_activation_bytes`: one line."""
     return (f"Interleaved pipeline ({virtual_stages} chunks per GPU): the first stage holds "

@@ -72,6 +72,7 @@ def default_cross_entropy(train_stack: str) -> CrossEntropy:
     return next(entry.name for entry in _table().values() if entry.default_for_stack == train_stack)
 
 
+@lru_cache(maxsize=32)  # a few stacks and losses, said by every full-training plan (an unknown name raises, never kept)
 def loss_memory_line(name: str, *, stated: bool) -> str:
     """The assumption a full-training plan carries about its loss: what it keeps and why this implementation."""
     entry = loss_memory(name)

@@ -240,6 +240,10 @@ def check_tokens_cover_a_step(train_tokens: int, global_batch_tokens: int | None
                                    train_tokens=train_tokens, given=given))
 
 
+_WRITTEN_AT_DEFAULT = f"checkpoint written at {DEFAULT_STORAGE_BYTES_PER_S / 1e9:g} GB/s"
+"""The checkpoint-write line at the default storage rate, written once (each training estimate says it)."""
+
+
 def plan_performance(
     plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
     train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
@@ -322,7 +326,8 @@ def plan_performance(
         ckpt = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
         out["checkpoint_bytes"] = ckpt
         out["checkpoint_write_s"] = ckpt / storage_bytes_per_s
-        assumptions.append(f"checkpoint written at {storage_bytes_per_s / 1e9:g} GB/s")
+        assumptions.append(_WRITTEN_AT_DEFAULT if storage_bytes_per_s == DEFAULT_STORAGE_BYTES_PER_S
+                           else f"checkpoint written at {storage_bytes_per_s / 1e9:g} GB/s")
     out["assumptions"] = assumptions
     out["warnings"] = [{"code": c, "message": m} for c, m in warnings] if warnings else []
     return out

@@ -40,6 +40,7 @@ NETWORK_LABEL = "network between servers"
 """The label of :func:`network_line`, by which the CLI's table finds it among a plan's speed assumptions."""
 
 
+@lru_cache(maxsize=256, typed=True)  # a layout's, the same for every request on it (typed: 16 and 16.0 say apart)
 def network_line(gpus: int, server_gpus: int, gbit_per_s: float, stated: bool) -> str:
     """Which server-to-server bandwidth a training layout of ``gpus`` GPUs that spans servers (or scale-up domains) of
     ``server_gpus`` was timed at: the user's (``stated``) or the calibration's default.
