@@ -92,10 +92,10 @@ def train_attention_rate_ratio(model: ModelSpec, gpu: GpuSpec, cal: Calibration)
     family at the model's head size, both on the straight line between their stated head sizes; elsewhere
     :func:`attention_rate_ratio` (the GPU's own family curve).
 
-    >>> from anchorgpu.architectures import get_model
+    >>> from anchorgpu.architectures import load_model
     >>> from anchorgpu.hardware import get_gpu
     >>> from anchorgpu.planner.speed.calibration import calibration
-    >>> cal, oss = calibration(), get_model("gpt-oss-120b")  # head size 64
+    >>> cal, oss = calibration(), load_model("gpt-oss-120b")  # head size 64
     >>> [round(train_attention_rate_ratio(oss, get_gpu(g), cal), 3) for g in ("gb200", "gb300", "h100")]
     [0.506, 0.653, 0.766]
     >>> round(attention_rate_ratio(oss, get_gpu("gb200"), cal), 3)  # the family curve, serving's: both alike
