@@ -9,6 +9,12 @@ sliding-window layer costs beyond its window. Both are measured, not fitted (``s
   family absent 1.0. Multi-head latent attention takes the mean of its query-key and value dimensions. Applied
   since stop 52 modelled TensorRT-LLM's attention-DP balance; before that it lost two held-out TensorRT-LLM rows
   (benchmarks/moe_training_findings.md, benchmarks/trtllm_gptoss_findings.md).
+* **The GPU, in training.** The family curve gives B200, GB200, B300 and GB300 one rate at a head size (one
+  compute-capability major, 10), yet the measured kernels differ by GPU: at training's shapes GB200 reaches 0.87 of
+  Hopper's share of the BF16 peak at head size 128 and 0.66 at 64, GB300 1.08 and 0.85 (Blackwell Ultra doubles the
+  softmax's exponential throughput). Training's fused attention on a GPU with its own figures
+  (``stated.train_attention_hopper_ratio``) takes Hopper's head-size curve times that GPU's measured ratio to Hopper at
+  the head size (:func:`train_attention_rate_ratio`); serving keeps the family curve.
 * **Windows.** A sliding-window layer's kernel costs, per query, its window's pairs plus
   ``stated.window_attention_extra_tokens`` more (the per-query-tile work a full-length layer spreads over thousands
   of key tiles: loading the queries, the softmax's rescaling, writing the output): measured as the same
@@ -33,7 +39,7 @@ from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.flops import attention_dims, attention_flops_per_token
 
 __all__ = ["attention_rate_ratio", "head_dim_rate_ratio", "prompt_extra_pairs_factor", "timed_prefill_attention_flops_per_token",
-           "trtllm_context_attention", "trtllm_prompt_attention_peak_share"]
+           "train_attention_rate_ratio", "trtllm_context_attention", "trtllm_prompt_attention_peak_share"]
 
 
 def head_dim_rate_ratio(ratios: Mapping[int, float], head_dim: float) -> float:
@@ -77,6 +83,31 @@ def attention_rate_ratio(model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> fl
         return 1.0
     d_qk, d_v = attention_dims(model)
     return head_dim_rate_ratio(ratios, (d_qk + d_v) / 2.0)
+
+
+def train_attention_rate_ratio(model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
+    """The rate ``model``'s fused training attention reaches on ``gpu`` over ``attention_efficiency``'s: on a GPU
+    ``cal.train_attention_hopper_ratio`` states, the reference family's head-size curve
+    (``cal.attention_head_dim_rate[cal.train_attention_reference]``, Hopper's) times the GPU's measured ratio to that
+    family at the model's head size, both on the straight line between their stated head sizes; elsewhere
+    :func:`attention_rate_ratio` (the GPU's own family curve).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> cal, oss = calibration(), load_model("gpt-oss-120b")  # head size 64
+    >>> [round(train_attention_rate_ratio(oss, get_gpu(g), cal), 3) for g in ("gb200", "gb300", "h100")]
+    [0.506, 0.653, 0.766]
+    >>> round(attention_rate_ratio(oss, get_gpu("gb200"), cal), 3)  # the family curve, serving's: both alike
+    0.609
+    """
+    by_dim = cal.train_attention_hopper_ratio.get(gpu.name) if gpu.vendor == "NVIDIA" else None
+    reference = cal.attention_head_dim_rate.get(cal.train_attention_reference)
+    if not by_dim or not reference:
+        return attention_rate_ratio(model, gpu, cal)
+    d_qk, d_v = attention_dims(model)
+    head_dim = (d_qk + d_v) / 2.0
+    return head_dim_rate_ratio(reference, head_dim) * head_dim_rate_ratio(by_dim, head_dim)
 
 
 def timed_prefill_attention_flops_per_token(model: ModelSpec, context_tokens: int, window_extra_tokens: float) -> float:

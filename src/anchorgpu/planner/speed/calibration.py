@@ -78,6 +78,10 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         collective_ctas=_number(stated, "collective_ctas", "stated"),
         attention_head_dim_rate={cc: {int(d): _number(by_dim, d, f"stated.attention_head_dim_rate.{cc}") for d in by_dim}
                                  for cc, by_dim in stated["attention_head_dim_rate"]["value"].items()},
+        train_attention_hopper_ratio={
+            gpu: {int(d): _number(by_dim, d, f"stated.train_attention_hopper_ratio.{gpu}") for d in by_dim}
+            for gpu, by_dim in stated["train_attention_hopper_ratio"]["value"].items()},
+        train_attention_reference=str(stated["train_attention_hopper_ratio"]["reference"]),
         window_attention_extra_tokens=_number(stated, "window_attention_extra_tokens", "stated"),
         alltoall_link_efficiency=_keyed(stated, "alltoall_link_efficiency"),
         trtllm_moe_s_per_routed_row=_keyed(stated, "trtllm_moe_s_per_routed_row"),

@@ -161,6 +161,11 @@ class Calibration:
     # fused attention's rate by head size over head dimension 128's, by CUDA compute capability major version, and the
     # pairs a query a sliding-window layer costs beyond its window (speed.attention_rate; empty / 0: none)
     attention_head_dim_rate: dict[str, dict[int, float]] = field(default_factory=dict)
+    # training's fused attention on a stated GPU over the reference family's (train_attention_reference, a compute
+    # capability major) at the same head size, by GPU name and head dimension (attention_rate.train_attention_rate_ratio;
+    # a GPU absent: attention_head_dim_rate of its own family)
+    train_attention_hopper_ratio: dict[str, dict[int, float]] = field(default_factory=dict)
+    train_attention_reference: str = ""
     window_attention_extra_tokens: float = 0.0
     # NCCL all-to-all's measured share of the scale-up link, by GPU name (an EP dispatch inside a server; absent:
     # link_efficiency)

@@ -19,7 +19,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
-from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, timed_prefill_attention_flops_per_token
+from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token, train_attention_rate_ratio
 from anchorgpu.planner.speed.constants import Calibration, StackConstants
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
 from anchorgpu.planner.speed.dequant import (
@@ -132,14 +132,14 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
     bwd_count = 2.0
     bwd_run = bwd_count if attention_kernel == "unfused" else bwd_count * cal.fused_attention_backward_ratio / 2.0
     attn_run_passes = attn_passes - bwd_count + bwd_run
-    # a fused kernel's time: sliding windows charged their per-query extra, the rate scaled by head size
-    # (speed.attention_rate)
+    # a fused kernel's time: sliding windows charged their per-query extra, the rate scaled by head size and, where
+    # measured, by the GPU's own rate against Hopper's (speed.attention_rate)
     attn_run_f = attn_f if attention_kernel == "unfused" else attn_run_passes * timed_prefill_attention_flops_per_token(
         model, seq_tokens, cal.window_attention_extra_tokens)
     fa2 = attention_kernel == "fa2" and cal.fa2_hopper_attention_efficiency and hopper_or_newer(gpu)
     att_rate = bf16 * (cal.fa2_hopper_attention_efficiency if fa2 else k.attention_efficiency)
     if attention_kernel != "unfused":
-        att_rate *= attention_rate_ratio(model, gpu, cal)
+        att_rate *= train_attention_rate_ratio(model, gpu, cal)
     # Blackwell's BF16 GEMMs reach less of their peak than the Hopper ones the efficiency is fitted on
     # (Calibration.train_gemm_ratio, measured)
     mm_peak_eff = (k.train_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
