@@ -64,7 +64,12 @@ def test_the_chat_and_training_journeys_say_their_lengths_and_overheads_the_russ
     assert overhead == ("Накладные расходы среды выполнения: контекст 512,00 MiB, рабочая память библиотек 64,00 MiB, "
                         "NCCL 288,00 MiB, фрагментация аллокатора 5% от тензоров."), overhead
     assert lines[overhead] is False
-    assert any(t.startswith("Layout chosen:") and english for t, english in lines.items()), lines  # not yet said
+    # the chosen layout's sentence, said clause by clause since stop 62 (qa28): README's DP 64 with ZeRO-1 as given
+    chosen = next(t for t in lines if t.startswith("Выбрана раскладка: "))
+    assert lines[chosen] is False and chosen.startswith(
+        "Выбрана раскладка: TP 1, PP 1, CP 1, DP 64, ZeRO-1 (распределённый оптимизатор), пересчёт активаций none, "
+        "микробатч 2 — самая быстрая из "), chosen
+    assert "(оставлено как задано: zero)" in chosen, chosen  # --zero 1 as given, named as the page names its field
     warnings = _items(train, "warnings")
     assert warnings[0][0] is False and warnings[0][1].startswith("чекпоинт занимает 87,86 GiB: проверьте его "
                                                                    "восстановление"), warnings

@@ -73,6 +73,8 @@ class _PageFormatter(string.Formatter):
         written = str(super().format_field(value, format_spec))
         if isinstance(value, int | float | Decimal) and not isinstance(value, bool) and _NUMBER.fullmatch(written):
             return _localized_number(written, self.text.locale)
+        if isinstance(value, float) and written.endswith("%") and _NUMBER.fullmatch(written[:-1]):  # '{m:.1%}' '9.4%'
+            return _localized_number(written[:-1], self.text.locale) + "%"
         if isinstance(value, str) and _NUMBER.fullmatch(written):  # a figure written before ('12.3', fmt_figure)
             return _localized_number(written, self.text.locale)
         if isinstance(value, str) and (size := _SIZE.fullmatch(written)) is not None:  # '60.45 GiB' from fmt_bytes

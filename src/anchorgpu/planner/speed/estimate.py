@@ -322,7 +322,7 @@ def plan_performance(
         ckpt = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
         out["checkpoint_bytes"] = ckpt
         out["checkpoint_write_s"] = ckpt / storage_bytes_per_s
-        assumptions.append(f"checkpoint written at {storage_bytes_per_s / 1e9:g} GB/s")
+        assumptions.append(said("checkpoint written at {rate:g} GB/s", rate=storage_bytes_per_s / 1e9))
     out["assumptions"] = assumptions
     out["warnings"] = [{"code": c, "message": m} for c, m in warnings] if warnings else []
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from anchorgpu.errors import said
 from anchorgpu.planner.speed.caveats import GLOBAL_BATCH_CAVEAT_LABEL
 
 __all__ = ["NETWORK_LABEL", "expert_launch_line", "larger_batch_line", "megatron_fsdp_line", "network_line",
@@ -47,11 +48,15 @@ def network_line(gpus: int, server_gpus: int, gbit_per_s: float, stated: bool) -
     >>> network_line(16, 8, 12.5, True)
     'network between servers: 12.5 Gb/s a GPU each way, as stated (--network-gbit-per-gpu); the 16 GPUs span servers of 8'
     """
-    where = "servers" if server_gpus <= 8 else "scale-up domains"
-    source = ("as stated (--network-gbit-per-gpu)" if stated else
-              "the calibration's default (calibration.json network_gbit_per_s_per_gpu: one 400 Gb/s InfiniBand NDR or "
-              "400 GbE port a GPU, as HGX clusters have; --network-gbit-per-gpu states your cluster's)")
-    return f"{NETWORK_LABEL}: {gbit_per_s:g} Gb/s a GPU each way, {source}; the {gpus} GPUs span {where} of {server_gpus}"
+    source = (said("as stated (--network-gbit-per-gpu)") if stated else
+              said("the calibration's default (calibration.json network_gbit_per_s_per_gpu: one 400 Gb/s InfiniBand "
+                   "NDR or 400 GbE port a GPU, as HGX clusters have; --network-gbit-per-gpu states your cluster's)"))
+    # NETWORK_LABEL spelt out: a message id is a literal
+    if server_gpus <= 8:
+        return said("network between servers: {rate:g} Gb/s a GPU each way, {source}; the {gpus} GPUs span servers of "
+                    "{server_gpus}", rate=gbit_per_s, source=source, gpus=gpus, server_gpus=server_gpus)
+    return said("network between servers: {rate:g} Gb/s a GPU each way, {source}; the {gpus} GPUs span scale-up domains "
+                "of {server_gpus}", rate=gbit_per_s, source=source, gpus=gpus, server_gpus=server_gpus)
 
 
 @lru_cache(maxsize=256)
