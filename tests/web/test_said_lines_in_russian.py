@@ -123,3 +123,43 @@ def test_the_recommend_page_says_its_assumptions_in_russian(client: TestClient) 
                   "Цена миллиона выходных токенов"):
         line = next((t for t in assumed if t.startswith(start)), None)
         assert line is not None and assumed[line] is False, (start, assumed)
+
+
+# README's 70B pre-training on 512 H100 (1T tokens): the chooser's layout, the run's steps, the network it is timed on
+TRAIN_70B_512 = {"model": "llama-3.1-70b", "task": "train", "gpu": "h100", "gpus": "512", "tokens": "1e12"}
+
+
+def test_the_training_speed_lines_are_russian_and_the_api_keeps_the_english(client: TestClient) -> None:
+    """Stop 62 (qa28): training's layout sentence, the global batch and the run timed, the network and the checkpoint
+    write were English on the Russian page (stop61_faces61's "Left English"); each is said now, clause by clause."""
+    page = client.get("/plan", params={**TRAIN_70B_512, "lang": "ru"}).text
+    lines = dict((t, english) for english, t in [*_items(page, "assumptions"), *_items(page, "speed-assumptions")])
+    for start in ("Выбрана раскладка: TP 1, PP 16 (v 5), CP 1, DP 32, ZeRO-1 (распределённый оптимизатор)",
+                  "глобальный батч, по которому считается время: 4 194 304 токена, значение по умолчанию",
+                  "время прогона: 238 419 целых шагов оптимизатора",  # ceil(1e12 / 4,194,304), run_steps
+                  "сеть между серверами: 400 Гбит/с на GPU в каждую сторону",  # calibration.json's default
+                  "чекпоинт записывается со скоростью"):
+        line = next((t for t in lines if t.startswith(start)), None)
+        assert line is not None and lines[line] is False, (start, lines)
+    chosen = next(t for t in lines if t.startswith("Выбрана раскладка"))
+    assert "Layout" not in chosen and "9,4%" in chosen, chosen  # calibration.json training_layout_margin 0.094
+    api = client.post("/v1/plan", json={**TRAIN_70B_512, "gpus": 512, "tokens": 1e12}).json()
+    english = [*api["assumptions"], *api["performance"]["assumptions"]]
+    assert any(line.startswith("Layout chosen: TP 1, PP 16 (v 5), CP 1, DP 32, ZeRO-1 (distributed optimizer), "
+                               "recompute none, micro-batch 1 - the fastest of ") for line in english), english
+    assert "run timed: 238,419 whole optimizer steps of 4,194,304 tokens = 1,000,001,765,376 tokens trained (tokens " \
+           "1,000,000,000,000 rounded up to whole global batches: 1,765,376 tokens more)" in english  # the API's field
+
+
+def test_recommends_precision_swept_and_engine_lines_are_russian(client: TestClient) -> None:
+    """README's recommend journey (70B, 32 users at 8k, a month): the precision, "Swept" and per-GPU vLLM lines."""
+    page = client.get("/recommend", params={"model": "llama-3.1-70b", "context": "8192", "concurrency": "32",
+                                            "term": "1month", "lang": "ru"}).text
+    assumed = dict((t, english) for english, t in _items(page, "assumptions"))
+    for start in ("Точность плана: веса bf16, как в чекпоинте, KV-кэш bf16; без пониженной точности",
+                  "Перебраны: ", "Движок инференса рассчитан как vLLM на каждом GPU"):
+        line = next((t for t in assumed if t.startswith(start)), None)
+        assert line is not None and assumed[line] is False, (start, assumed)
+    engine = next(t for t in assumed if t.startswith("Движок инференса рассчитан как vLLM на каждом GPU"))
+    # vLLM's defaults by the GPU (arg_utils _set_default_args): 8,192 and 1,024 on large GPUs, 2,048 and 256 elsewhere
+    assert "8 192 и 1 024 на h100-sxm" in engine and "2 048 и 256 на " in engine, engine
