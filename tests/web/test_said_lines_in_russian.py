@@ -141,6 +141,11 @@ def test_the_training_speed_lines_are_russian_and_the_api_keeps_the_english(clie
                   "чекпоинт записывается со скоростью"):
         line = next((t for t in lines if t.startswith(start)), None)
         assert line is not None and lines[line] is False, (start, lines)
+    # the evidence line (speed.evidence): the GPU's held-out training rows of calibration.json, however many a refit keeps
+    evidence = next((t for t in lines if t.startswith("на h100-sxm ")), None)
+    assert evidence is not None and lines[evidence] is False, lines
+    assert re.fullmatch(r"на h100-sxm [\d\xa0 ]+ отложенн\w+ запуск\w* вида «обучение» шли в среднем \(медиана\) со "
+                        r"скоростью \d,\d\dx от прогноза \(\d,\d\dx–\d,\d\dx\): .*", evidence), evidence
     chosen = next(t for t in lines if t.startswith("Выбрана раскладка"))
     assert "Layout" not in chosen and "9,4%" in chosen, chosen  # calibration.json training_layout_margin 0.094
     api = client.post("/v1/plan", json={**TRAIN_70B_512, "gpus": 512, "tokens": 1e12}).json()
