@@ -86,24 +86,29 @@ def step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precis
     >>> step_line(4, 1, 2048, 2**21, "bf16", 0.66, 4096, gemm_ratio=0.862).split("; ")[1][:98]
     'BF16 products at a calibrated 57% of the dense peak for large shapes (66% fitted on Hopper x 0.862'
     """
-    products = (f"{precision.upper()} products at the {efficiency:.0%} of the dense peak you gave (mfu), at every "
-                "width h/tp" if user_mfu else f"{precision.upper()} products at a calibrated {efficiency * gemm_ratio:.0%} of the dense "
-                "peak for large shapes ("
-                + (f"{efficiency:.0%} fitted on Hopper x {gemm_ratio:.3f}, this GPU's measured GEMM share over Hopper's; "
-                   if round(gemm_ratio, 3) != 1.0 else "")
-                + f"less for h/tp = {width:,})")
-    return (f"step = {microbatches:,} micro-batch{'es' if microbatches != 1 else ''} of {micro_batch:,} x {seq:,} "
-            "tokens per data-parallel rank"
-            f" ({tokens:,} tokens); {products}"
-            + (f"; the LM head stays at BF16, as the FP8/FP4 recipes leave it; MFU is over the {precision.upper()} "
-               "dense peak, the precision the products run in (a BF16 run's is over the BF16 peak, so the two MFUs "
-               "are not on one scale)" if precision.lower() != "bf16" else "")
-            + "; MFU counts 6·N·D plus attention"
-            + (" over the whole sequence, as the Llama 3 paper does, the masked half a causal kernel skips included: "
-               f"{mfu_count_ratio:.2f}x the FLOPs a step runs before recompute, so MFU over {mfu_count_ratio:.2f} is "
-               "the share of the peak the work run uses, and MFU's ceiling is "
-               f"{mfu_count_ratio:.2f}, the tokens/s ceiling's (every GPU at the peak on the causal work)"
-               if round(mfu_count_ratio, 2) > 1.0 else ", as the Llama 3 paper does"))
+    upper = precision.upper()
+    products = (said("{precision} products at the {efficiency:.0%} of the dense peak you gave (mfu), at every width "
+                     "h/tp", precision=upper, efficiency=efficiency) if user_mfu else
+                said("{precision} products at a calibrated {efficiency:.0%} of the dense peak for large shapes "
+                     "({hopper}less for h/tp = {width:,})", precision=upper, efficiency=efficiency * gemm_ratio,
+                     hopper=said("{fitted:.0%} fitted on Hopper x {ratio:.3f}, this GPU's measured GEMM share over "
+                                 "Hopper's; ", fitted=efficiency, ratio=gemm_ratio)
+                     if round(gemm_ratio, 3) != 1.0 else "", width=width))
+    return said("step = {microbatches:,} micro-batch{es} of {micro_batch:,} x {seq:,} tokens per data-parallel rank "
+                "({tokens:,} tokens); {products}{head}; MFU counts 6·N·D plus attention{counted}",
+                microbatches=microbatches, es="es" if microbatches != 1 else "", micro_batch=micro_batch, seq=seq,
+                tokens=tokens, products=products,
+                head=said("; the LM head stays at BF16, as the FP8/FP4 recipes leave it; MFU is over the {precision} "
+                          "dense peak, the precision the products run in (a BF16 run's is over the BF16 peak, so the "
+                          "two MFUs are not on one scale)", precision=upper) if precision.lower() != "bf16" else "",
+                counted=said(" over the whole sequence, as the Llama 3 paper does, the masked half a causal kernel "
+                             "skips included: {ratio:.2f}x the FLOPs a step runs before recompute, so MFU over "
+                             "{ratio:.2f} is the share of the peak the work run uses, and MFU's ceiling is "
+                             "{ratio:.2f}, the tokens/s ceiling's (every GPU at the peak on the causal work)",
+                             ratio=mfu_count_ratio) if round(mfu_count_ratio, 2) > 1.0 else _AS_LLAMA3)
+
+
+_AS_LLAMA3 = said(", as the Llama 3 paper does")
 
 
 def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, larger_tokens: int,
