@@ -168,3 +168,23 @@ def test_recommends_precision_swept_and_engine_lines_are_russian(client: TestCli
     engine = next(t for t in assumed if t.startswith("Движок инференса рассчитан как vLLM на каждом GPU"))
     # vLLM's defaults by the GPU (arg_utils _set_default_args): 8,192 and 1,024 on large GPUs, 2,048 and 256 elsewhere
     assert "8 192 и 1 024 на h100-sxm" in engine and "2 048 и 256 на " in engine, engine
+
+
+def test_the_loss_line_and_each_loss_implementations_sentence_are_russian(client: TestClient) -> None:
+    """The loss line (planner.memory.loss) carries its implementation's sentence from data/loss_memory.json, which no
+    extraction finds: each must have its Russian in messages.po, or a refresh of the catalogue that drops it fails
+    here (the line would then show whole in English)."""
+    from anchorgpu.planner.memory.loss import _table, loss_memory_line
+    from anchorgpu.web.i18n import PageText
+    from anchorgpu.web.refusals import said_words
+
+    for name in _table():
+        for stated in (True, False):
+            line = loss_memory_line(name, stated=stated)
+            assert said_words(line, PageText("ru")) is not None, (name, line)
+    page = client.get("/plan", params={**TRAIN_7B, "lang": "ru"}).text
+    lines = dict((t, english) for english, t in _items(page, "assumptions"))
+    # Megatron-Core's default loss keeps 2 + 4 bytes a logit (data/loss_memory.json "unfused")
+    loss = next(t for t in lines if t.startswith("Функция потерь (кросс-энтропия unfused, по умолчанию для стека "
+                                                  "megatron"))
+    assert lines[loss] is False and "6 байт на токен и элемент словаря" in loss, loss

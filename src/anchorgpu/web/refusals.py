@@ -156,11 +156,16 @@ def page_line(line: str, text: PageText, fields: frozenset[str] | None) -> str:
     """
     from anchorgpu.api.words import PAGE_COMMANDS, api_words
 
-    def named(words: str) -> str:
-        return words if fields is None else api_words(words, fields, PAGE_COMMANDS)
-
     translated = said_words(line, text) if text.locale != "en" else None
-    return named(translated) if translated is not None else English(named(str(line)))
+    if fields is None:
+        return translated if translated is not None else English(str(line))
+    if translated is None:
+        return English(api_words(str(line), fields, PAGE_COMMANDS))
+    # a CLI command inside a translated line is the page that takes its fields, named in the line's language (as
+    # web.planning.page_refusal names it)
+    return api_words(translated, fields, {"plan": text.gettext("the Planner page"),
+                                          "recommend": text.gettext("the Recommend page")},
+                     joiner=text.pgettext("the Planner page with its fields", "with"))
 
 
 def answer_lines(answer: dict[str, Any], shown: dict[str, Any], text: PageText, fields: frozenset[str]) -> dict[str, Any]:
