@@ -188,3 +188,15 @@ def test_the_loss_line_and_each_loss_implementations_sentence_are_russian(client
     loss = next(t for t in lines if t.startswith("Функция потерь (кросс-энтропия unfused, по умолчанию для стека "
                                                   "megatron"))
     assert lines[loss] is False and "6 байт на токен и элемент словаря" in loss, loss
+
+
+def test_recommends_training_lines_are_russian(client: TestClient) -> None:
+    """README's training recommend (8B on 1e11 tokens): the sequence, per-layout choice and billing lines."""
+    page = client.get("/recommend", params={"model": "llama-3.1-8b", "task": "train", "tokens": "1e11",
+                                            "lang": "ru"}).text
+    assumed = dict((t, english) for english, t in _items(page, "assumptions"))
+    for start in ("Длина последовательности не задана: 2 048 токенов.",  # default_seq_tokens: 2,048 for training
+                  "Каждая раскладка работает в самой быстрой конфигурации",
+                  "Прогон обучения стоит столько целых часов", "Функция потерь (кросс-энтропия unfused"):
+        line = next((t for t in assumed if t.startswith(start)), None)
+        assert line is not None and assumed[line] is False, (start, assumed)

@@ -52,10 +52,11 @@ def swept_line(shapes: int, lay: Layouts, weights: tuple[str, ...], kvs: tuple[s
 
 def chosen_per_layout_line(w: Workload, moe: bool) -> str:
     """What a training sweep chooses per layout, as ``plan``'s chooser does, and what the workload fixed."""
-    mbs = f"micro-batch {w.micro_batch} as given" if w.micro_batch else "micro-batch 1, 2 or 4"
-    rcs = f"recompute {w.recompute} as given" if w.recompute else "recompute " + ", ".join(recompute_ladder(moe))
-    return (f"Each layout runs the fastest configuration that fits, as plan chooses it for that layout: {mbs}, {rcs}, "
-            "pipeline stages interleaved where the training stack runs it.")
+    mbs = said("micro-batch {mb} as given", mb=w.micro_batch) if w.micro_batch else said("micro-batch 1, 2 or 4")
+    rcs = (said("recompute {rc} as given", rc=w.recompute) if w.recompute else
+           said("recompute {levels}", levels=", ".join(recompute_ladder(moe))))
+    return said("Each layout runs the fastest configuration that fits, as plan chooses it for that layout: {mbs}, "
+                "{rcs}, pipeline stages interleaved where the training stack runs it.", mbs=mbs, rcs=rcs)
 
 
 def expert_parallel_line(model: ModelSpec, lay: Layouts, w: Workload, *, training: bool, scaled: bool) -> str:

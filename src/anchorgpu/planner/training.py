@@ -79,7 +79,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
               ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
     seq = default_seq_tokens(w, model.max_context_tokens)
     if w.seq_tokens is None:
-        assumptions.append(f"Sequence length not given: {seq:,} tokens.")
+        assumptions.append(said("Sequence length not given: {seq:,} tokens.", seq=seq))
     check_training_seq(model, w)
     micro_batch = w.micro_batch or 1
     if w.micro_batch is None:
