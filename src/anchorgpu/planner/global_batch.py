@@ -25,6 +25,8 @@ layout, and the plan's assumptions then say so (:func:`batch_timed_line`).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from anchorgpu.errors import InvalidWorkload, Said, said
 
 BATCH_TIMED_LABEL = "global batch timed"
@@ -186,6 +188,11 @@ def unfit_fallback_refusal(batch_tokens: int, *, dp: int, micro_batch: int, seq_
                 nearest=_nearest(batch_tokens, dp * micro_batch * seq_tokens))
 
 
+_AS_GIVEN = said("as --global-batch gives it")
+_THE_DEFAULT = said("the default (--global-batch not given)")
+
+
+@lru_cache(maxsize=256)  # the same request's line again (a face that asks twice, a search's repeated layouts)
 def batch_timed_line(timed_tokens: int, *, stated: bool, default_tokens: int, microbatches: int, dp: int,
                      micro_batch: int, seq_tokens: int, finetune_sequences: int | None = None) -> str:
     """The assumption saying which global batch a training step is timed with: the stated one as given, else the
@@ -201,14 +208,14 @@ def batch_timed_line(timed_tokens: int, *, stated: bool, default_tokens: int, mi
     """
     source: Said
     if stated:
-        source = said("as --global-batch gives it")
+        source = _AS_GIVEN
     elif finetune_sequences is not None:
         source = (said("the default for fine-tuning, {sequences} sequences (--global-batch not given)",
                        sequences=finetune_sequences) if timed_tokens == default_tokens else
                   said("the default for fine-tuning, {sequences} sequences (--global-batch not given) rounded up to "
                        "whole micro-batches for this layout", sequences=finetune_sequences))
     elif timed_tokens == default_tokens:
-        source = said("the default (--global-batch not given)")
+        source = _THE_DEFAULT
     else:
         source = said("the default {default_tokens:,} (--global-batch not given) rounded up to whole micro-batches for "
                       "this layout", default_tokens=default_tokens)
