@@ -73,7 +73,7 @@ def parse_gpus(text: str | None) -> int | None:
         value = float(text) if text.isascii() else float("nan")  # ASCII digits only, as everywhere
     except ValueError:
         value = float("nan")
-    if value != value:
+    if value != value or value in (float("inf"), float("-inf")):  # 'inf' and '1e309' are no count, not a fraction
         raise InvalidWorkload(f"--gpus {text!r}: expected a whole number of GPUs")
     if value <= 0 and value.is_integer():  # -2 is named as typed, not as gpus=-2.0
         raise InvalidWorkload(f"--gpus {text.strip()}: at least one GPU is needed")

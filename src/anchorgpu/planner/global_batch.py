@@ -25,7 +25,9 @@ layout, and the plan's assumptions then say so (:func:`batch_timed_line`).
 
 from __future__ import annotations
 
-from anchorgpu.errors import InvalidWorkload, said
+from functools import lru_cache
+
+from anchorgpu.errors import InvalidWorkload, Said, said
 
 BATCH_TIMED_LABEL = "global batch timed"
 """How the assumption that says which global batch a training step is timed with begins (:func:`batch_timed_line`)."""
@@ -186,6 +188,11 @@ def unfit_fallback_refusal(batch_tokens: int, *, dp: int, micro_batch: int, seq_
                 nearest=_nearest(batch_tokens, dp * micro_batch * seq_tokens))
 
 
+_AS_GIVEN = said("as --global-batch gives it")
+_THE_DEFAULT = said("the default (--global-batch not given)")
+
+
+@lru_cache(maxsize=256)  # the same request's line again (a face that asks twice, a search's repeated layouts)
 def batch_timed_line(timed_tokens: int, *, stated: bool, default_tokens: int, microbatches: int, dp: int,
                      micro_batch: int, seq_tokens: int, finetune_sequences: int | None = None) -> str:
     """The assumption saying which global batch a training step is timed with: the stated one as given, else the
@@ -199,16 +206,22 @@ def batch_timed_line(timed_tokens: int, *, stated: bool, default_tokens: int, mi
     >>> batch_timed_line(65_536, stated=False, default_tokens=65_536, microbatches=32, dp=1, micro_batch=1, seq_tokens=2048, finetune_sequences=32)
     'global batch timed: 65,536 tokens, the default for fine-tuning, 32 sequences (--global-batch not given) = 32 micro-batches x DP 1 x micro-batch 1 x 2,048 tokens'
     """
+    source: Said
     if stated:
-        source = "as --global-batch gives it"
+        source = _AS_GIVEN
     elif finetune_sequences is not None:
-        source = f"the default for fine-tuning, {finetune_sequences} sequences (--global-batch not given)"
-        if timed_tokens != default_tokens:
-            source += " rounded up to whole micro-batches for this layout"
+        source = (said("the default for fine-tuning, {sequences} sequences (--global-batch not given)",
+                       sequences=finetune_sequences) if timed_tokens == default_tokens else
+                  said("the default for fine-tuning, {sequences} sequences (--global-batch not given) rounded up to "
+                       "whole micro-batches for this layout", sequences=finetune_sequences))
     elif timed_tokens == default_tokens:
-        source = "the default (--global-batch not given)"
+        source = _THE_DEFAULT
     else:
-        source = (f"the default {default_tokens:,} (--global-batch not given) rounded up to whole micro-batches for "
-                  "this layout")
-    return (f"{BATCH_TIMED_LABEL}: {timed_tokens:,} tokens, {source} = {microbatches:,} micro-batch"
-            f"{'es' if microbatches != 1 else ''} x DP {dp} x micro-batch {micro_batch} x {seq_tokens:,} tokens")
+        source = said("the default {default_tokens:,} (--global-batch not given) rounded up to whole micro-batches for "
+                      "this layout", default_tokens=default_tokens)
+    # the label (BATCH_TIMED_LABEL) spelt out: a message id is a literal; {es} the English plural, which a translation
+    # words its own way
+    return said("global batch timed: {timed_tokens:,} tokens, {source} = {microbatches:,} micro-batch{es} x DP {dp} x "
+                "micro-batch {micro_batch} x {seq_tokens:,} tokens", timed_tokens=timed_tokens, source=source,
+                microbatches=microbatches, es="es" if microbatches != 1 else "", dp=dp, micro_batch=micro_batch,
+                seq_tokens=seq_tokens)

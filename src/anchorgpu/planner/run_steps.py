@@ -1,13 +1,16 @@
 """A training run of ``--tokens`` runs whole optimizer steps (a training stack steps the optimizer once a global
 batch; no step takes part of one): the run is timed, and priced, as ``ceil(tokens / global_batch)`` steps, which train
 ``steps x global_batch`` tokens. Rounded up, so every token asked for is trained; the plan's assumptions say how many
-steps and, where the last step rounds up, the tokens trained. Pure; stdlib only.
+steps and, where the last step rounds up, the tokens trained. Pure; stdlib and :func:`anchorgpu.errors.said` only.
 """
 
 from __future__ import annotations
 
+from anchorgpu.errors import said
+
 RUN_STEPS_LABEL = "run timed"
-"""How the assumption that says how many optimizer steps a run is timed as begins (:func:`run_steps_line`)."""
+"""How the assumption that says how many optimizer steps a run is timed as begins (:func:`run_steps_line`, whose
+templates spell it out: a message id is a literal)."""
 
 __all__ = ["RUN_STEPS_LABEL", "run_steps", "run_steps_line"]
 
@@ -32,8 +35,9 @@ def run_steps_line(train_tokens: int, tokens_per_step: int) -> str:
     """
     steps = run_steps(train_tokens, tokens_per_step)
     trained = steps * tokens_per_step
-    line = f"{RUN_STEPS_LABEL}: {steps:,} whole optimizer steps of {tokens_per_step:,} tokens"
     if trained == train_tokens:
-        return f"{line} (--tokens {train_tokens:,})"
-    return (f"{line} = {trained:,} tokens trained (--tokens {train_tokens:,} rounded up to whole global batches: "
-            f"{trained - train_tokens:,} tokens more)")
+        return said("run timed: {steps:,} whole optimizer steps of {step_tokens:,} tokens (--tokens {tokens:,})",
+                    steps=steps, step_tokens=tokens_per_step, tokens=train_tokens)
+    return said("run timed: {steps:,} whole optimizer steps of {step_tokens:,} tokens = {trained:,} tokens trained "
+                "(--tokens {tokens:,} rounded up to whole global batches: {more:,} tokens more)", steps=steps,
+                step_tokens=tokens_per_step, trained=trained, tokens=train_tokens, more=trained - train_tokens)

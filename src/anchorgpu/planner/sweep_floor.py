@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from anchorgpu.errors import said
 from anchorgpu.units import fmt_given
 
 __all__ = ["Gauge", "UserLimits", "floor_rungs", "limit_rungs", "limit_sequences", "rung_of"]
@@ -75,10 +76,13 @@ class UserLimits:
 
     def words(self) -> str:
         """``decode 20 tokens/s or faster and see a first token within 2 s``."""
-        parts = ([f"decode {fmt_given(self.min_tokens_per_s_per_user)} tokens/s or faster"]
-                 if self.min_tokens_per_s_per_user is not None else [])
-        parts += [f"see a first token within {fmt_given(self.max_ttft_s)} s"] if self.max_ttft_s is not None else []
-        return " and ".join(parts)
+        decode = (said("decode {rate} tokens/s or faster", rate=fmt_given(self.min_tokens_per_s_per_user))
+                  if self.min_tokens_per_s_per_user is not None else None)
+        first = (said("see a first token within {ttft} s", ttft=fmt_given(self.max_ttft_s))
+                 if self.max_ttft_s is not None else None)
+        if decode is not None and first is not None:
+            return said("{decode} and {first}", decode=decode, first=first)
+        return decode or first or ""
 
 PerUser = Callable[[IntArray], FloatArray]
 """Decode tokens/s a user at each concurrency of an ``(M, R, L)`` array, as the sweep times it, each of the ``R``

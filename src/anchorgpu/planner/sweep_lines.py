@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import Said, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import Workload, recompute_ladder
 
@@ -26,34 +27,36 @@ def swept_line(shapes: int, lay: Layouts, weights: tuple[str, ...], kvs: tuple[s
     (``ladder_swept``), how far it doubled (``doubled``: past its last power of two) and each layout's own rungs: its
     saturation, and under per-user limits (``floor``: a speed floor, a TTFT limit) the most users that still meet
     them."""
-    doubling = ""
+    doubling: Said | str = ""
     if doubled:
         from anchorgpu.planner.sweep_ladder import BATCH_LADDER
 
-        doubling = (f" (doubling past {BATCH_LADDER[-1]} while a layout swept could run that many users at once: its "
-                    "engine's sequence cap a replica, vLLM's max_num_seqs, SGLang's max_running_requests or "
-                    "TensorRT-LLM's max_batch_size, x its data-parallel replicas, within what its GPUs' memory holds)")
-    return (
-        f"Swept {shapes} hardware shape(s) x whole servers x TP/PP/DP"
-        + (("/CP" if (lay.cp > 1).any() else "") + "/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
-        + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}")
-        + doubling
-        + (", and each layout at its own saturation at each precision (the most sequences of "
-           f"{contexts[-1]:,} tokens each, the ladder's top's length, that plan --concurrency N lets it hold, at most "
-           "its engine's sequence cap x its replicas)"
-           if ladder_swept else "")
-        + (f", and each layout at its own floor at each precision (the most users, the same number on each replica, "
-           f"within that saturation, that each still {floor.words()})"
-           if ladder_swept and floor is not None else "")
-        + ".")
+        doubling = said(" (doubling past {top} while a layout swept could run that many users at once: its engine's "
+                        "sequence cap a replica, vLLM's max_num_seqs, SGLang's max_running_requests or TensorRT-LLM's "
+                        "max_batch_size, x its data-parallel replicas, within what its GPUs' memory holds)",
+                        top=BATCH_LADDER[-1])
+    return said(
+        "Swept {shapes} hardware shape(s) x whole servers x TP/PP/DP{training} layouts x weights {weights}{serving}"
+        "{doubling}{saturation}{floor}.", shapes=shapes,
+        training=("/CP" if (lay.cp > 1).any() else "") + "/ZeRO" if training else "", weights=",".join(weights),
+        serving="" if training else said(" x KV cache {kvs} x concurrency {concs}", kvs=",".join(kvs),
+                                         concs=",".join(map(str, concs))),
+        doubling=doubling,
+        saturation=said(", and each layout at its own saturation at each precision (the most sequences of {tokens:,} "
+                        "tokens each, the ladder's top's length, that plan --concurrency N lets it hold, at most its "
+                        "engine's sequence cap x its replicas)", tokens=contexts[-1]) if ladder_swept else "",
+        floor=said(", and each layout at its own floor at each precision (the most users, the same number on each "
+                   "replica, within that saturation, that each still {limits})", limits=floor.words())
+        if ladder_swept and floor is not None else "")
 
 
 def chosen_per_layout_line(w: Workload, moe: bool) -> str:
     """What a training sweep chooses per layout, as ``plan``'s chooser does, and what the workload fixed."""
-    mbs = f"micro-batch {w.micro_batch} as given" if w.micro_batch else "micro-batch 1, 2 or 4"
-    rcs = f"recompute {w.recompute} as given" if w.recompute else "recompute " + ", ".join(recompute_ladder(moe))
-    return (f"Each layout runs the fastest configuration that fits, as plan chooses it for that layout: {mbs}, {rcs}, "
-            "pipeline stages interleaved where the training stack runs it.")
+    mbs = said("micro-batch {mb} as given", mb=w.micro_batch) if w.micro_batch else said("micro-batch 1, 2 or 4")
+    rcs = (said("recompute {rc} as given", rc=w.recompute) if w.recompute else
+           said("recompute {levels}", levels=", ".join(recompute_ladder(moe))))
+    return said("Each layout runs the fastest configuration that fits, as plan chooses it for that layout: {mbs}, "
+                "{rcs}, pipeline stages interleaved where the training stack runs it.", mbs=mbs, rcs=rcs)
 
 
 def expert_parallel_line(model: ModelSpec, lay: Layouts, w: Workload, *, training: bool, scaled: bool) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from anchorgpu.errors import said
 from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_engine_defaults
 from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, Workload
 from anchorgpu.planner.serving_engine import engine_line
@@ -42,9 +43,13 @@ def vllm_sweep_line(shapes: Sequence[HardwareShape], workload: Workload) -> str 
     if len(limits) == 1:
         (tokens, seqs), = limits
         return engine_line("vllm", tokens, seqs, utilization, block_size_of(workload))
-    got = "; ".join(f"{tokens:,} and {seqs:,} on {', '.join(names)}" for (tokens, seqs), names in sorted(limits.items(),
-                                                                                                    reverse=True))
-    return ("Serving engine sized like vLLM on each GPU, as plan sizes it: max_num_batched_tokens and max_num_seqs "
-            "vLLM's defaults by the GPU (8,192 and 1,024 on GPUs of at least 70 GiB but the A100, 2,048 and 256 "
-            f"elsewhere; arg_utils _set_default_args), among the GPUs swept {got}; gpu_memory_utilization {utilization}, KV block "
-            f"{block_size_of(workload)} tokens.")
+    groups = [said("{tokens:,} and {seqs:,} on {gpus}", tokens=tokens, seqs=seqs, gpus=", ".join(names))
+              for (tokens, seqs), names in sorted(limits.items(), reverse=True)]
+    got = groups[-1]
+    for head in reversed(groups[:-1]):
+        got = said("{head}; {tail}", head=head, tail=got)
+    return said("Serving engine sized like vLLM on each GPU, as plan sizes it: max_num_batched_tokens and max_num_seqs "
+                "vLLM's defaults by the GPU (8,192 and 1,024 on GPUs of at least 70 GiB but the A100, 2,048 and 256 "
+                "elsewhere; arg_utils _set_default_args), among the GPUs swept {got}; gpu_memory_utilization "
+                "{utilization}, KV block {block} tokens.", got=got, utilization=utilization,
+                block=block_size_of(workload))

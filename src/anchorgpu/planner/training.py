@@ -79,7 +79,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
               ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
     seq = default_seq_tokens(w, model.max_context_tokens)
     if w.seq_tokens is None:
-        assumptions.append(f"Sequence length not given: {seq:,} tokens.")
+        assumptions.append(_seq_line(seq))
     check_training_seq(model, w)
     micro_batch = w.micro_batch or 1
     if w.micro_batch is None:
@@ -394,3 +394,8 @@ def finetune_activation_terms(model: ModelSpec, fmt: WeightFormat, w: Workload, 
     assumptions.append("Fine-tuning terms added to the activations: " + "; ".join(named)
                        + ". The loader's 16-bit copy while quantizing is transient and not added.")
     return terms.total_bytes
+
+
+@lru_cache(maxsize=64)  # one line a sequence length, asked by every layout a search plans
+def _seq_line(seq: int) -> str:
+    return said("Sequence length not given: {seq:,} tokens.", seq=seq)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import said
 from anchorgpu.planner.sweep_types import DEFAULT_INFERENCE_WEIGHTS, SweepSpec
 
 __all__ = ["LOWER_PRECISION_NOTE", "PrecisionChoice", "lowered", "precision_choice"]
@@ -61,8 +62,9 @@ def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool
     if spec.workload.task != "inference":
         return PrecisionChoice(weights=spec.weights, kv_caches=spec.kv_caches, reference_weights=None,
                                reference_bits=None, assumption=(
-                                   "Weights as the plan keeps them for this task" + (
-                                       f": {', '.join(spec.weights)} (as listed)." if spec.weights else ".")))
+                                   said("Weights as the plan keeps them for this task: {weights} (as listed).",
+                                        weights=", ".join(spec.weights)) if spec.weights else
+                                   said("Weights as the plan keeps them for this task.")))
     shipped = shipped_format(model)
     bits = shipped.linear_bits
     lower = tuple(n for n in DEFAULT_INFERENCE_WEIGHTS if format_for_model(model, n).linear_bits < bits)
@@ -73,23 +75,23 @@ def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool
     kvs = spec.kv_caches or (("nvfp4", "fp8", "bf16") if shipped_kv == "nvfp4"
                              else (shipped_kv, "bf16") if shipped_kv is not None
                              else ("bf16", "fp8") if lower_precision else ("bf16",))
-    if spec.weights or spec.kv_caches:
-        how = "the formats listed"
-    elif lower_precision:
-        how = "lower precisions allowed"
-    else:
-        how = ("no lower precision unless allowed (CLI --lower-precision or a --weights list, API lower_precision, "
-               "the page's checkbox)")
-    nvfp4_where = ("on the GPUs where vLLM or SGLang runs it: vLLM's FlashInfer backend on NVIDIA compute capability "
-                   "8.0-12.1, not for MLA" if spec.workload.engine == "vllm" else "on Blackwell GPUs (TensorRT-LLM)")
-    kv_text = (f"KV cache nvfp4 as the checkpoint ships it {nvfp4_where} (fp8 on the others, bf16 on those without "
-               "FP8 either)" if shipped_kv == "nvfp4" else
-               f"KV cache {shipped_kv} as the checkpoint ships it (bf16 on GPUs without FP8 hardware)"
-               if shipped_kv is not None else "KV cache bf16")
-    text = (f"The plan's precision: weights {shipped.name} as the checkpoint ships them, {kv_text}; "
-            f"{how}. Swept: weights {', '.join(weights)}; KV cache {', '.join(kvs)}."
-            + (" Rows below the checkpoint's precision say so: their outputs change, rerun your evaluations."
-               if weights != (shipped.name,) or (not kv_per_gpu and kvs != (ref_kv,)) else ""))
+    how = (said("the formats listed") if spec.weights or spec.kv_caches else
+           said("lower precisions allowed") if lower_precision else
+           said("no lower precision unless allowed (CLI --lower-precision or a --weights list, API lower_precision, "
+                "the page's checkbox)"))
+    nvfp4_where = (said("on the GPUs where vLLM or SGLang runs it: vLLM's FlashInfer backend on NVIDIA compute "
+                        "capability 8.0-12.1, not for MLA") if spec.workload.engine == "vllm" else
+                   said("on Blackwell GPUs (TensorRT-LLM)"))
+    kv_text = (said("KV cache nvfp4 as the checkpoint ships it {where} (fp8 on the others, bf16 on those without FP8 "
+                    "either)", where=nvfp4_where) if shipped_kv == "nvfp4" else
+               said("KV cache {kv} as the checkpoint ships it (bf16 on GPUs without FP8 hardware)", kv=shipped_kv)
+               if shipped_kv is not None else said("KV cache bf16"))
+    below = (weights != (shipped.name,) or (not kv_per_gpu and kvs != (ref_kv,)))
+    text = said("The plan's precision: weights {shipped} as the checkpoint ships them, {kv_text}; {how}. Swept: "
+                "weights {weights}; KV cache {kvs}.{below}", shipped=shipped.name, kv_text=kv_text, how=how,
+                weights=", ".join(weights), kvs=", ".join(kvs),
+                below=said(" Rows below the checkpoint's precision say so: their outputs change, rerun your "
+                           "evaluations.") if below else "")
     return PrecisionChoice(weights=weights, kv_caches=kvs, reference_weights=shipped.name, reference_bits=bits,
                            assumption=text, reference_kv=ref_kv, kv_per_gpu=kv_per_gpu)
 

@@ -374,8 +374,8 @@ def recommend(
         assumptions.extend(serving_caveats(calibrated(spec.efficiencies).caveats, moe=model.moe is not None,
                                            engine=spec.workload.engine, wide_ep=wide_ep))
     else:
-        assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
-                           "(a longer unit when cheaper).")
+        assumptions.append(said("A training run costs the whole hours it needs, billed by the quote rules "
+                                "(a longer unit when cheaper)."))
         network = multi_server_network_line(((o.offering, o.servers) for o in (*shown, *front)), catalog)
         if network:
             assumptions.append(network)

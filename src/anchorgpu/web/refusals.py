@@ -73,6 +73,8 @@ class _PageFormatter(string.Formatter):
         written = str(super().format_field(value, format_spec))
         if isinstance(value, int | float | Decimal) and not isinstance(value, bool) and _NUMBER.fullmatch(written):
             return _localized_number(written, self.text.locale)
+        if isinstance(value, float) and written.endswith("%") and _NUMBER.fullmatch(written[:-1]):  # '{m:.1%}' '9.4%'
+            return _localized_number(written[:-1], self.text.locale) + "%"
         if isinstance(value, str) and _NUMBER.fullmatch(written):  # a figure written before ('12.3', fmt_figure)
             return _localized_number(written, self.text.locale)
         if isinstance(value, str) and (size := _SIZE.fullmatch(written)) is not None:  # '60.45 GiB' from fmt_bytes
@@ -154,11 +156,16 @@ def page_line(line: str, text: PageText, fields: frozenset[str] | None) -> str:
     """
     from anchorgpu.api.words import PAGE_COMMANDS, api_words
 
-    def named(words: str) -> str:
-        return words if fields is None else api_words(words, fields, PAGE_COMMANDS)
-
     translated = said_words(line, text) if text.locale != "en" else None
-    return named(translated) if translated is not None else English(named(str(line)))
+    if fields is None:
+        return translated if translated is not None else English(str(line))
+    if translated is None:
+        return English(api_words(str(line), fields, PAGE_COMMANDS))
+    # a CLI command inside a translated line is the page that takes its fields, named in the line's language (as
+    # web.planning.page_refusal names it)
+    return api_words(translated, fields, {"plan": text.gettext("the Planner page"),
+                                          "recommend": text.gettext("the Recommend page")},
+                     joiner=text.pgettext("the Planner page with its fields", "with"))
 
 
 def answer_lines(answer: dict[str, Any], shown: dict[str, Any], text: PageText, fields: frozenset[str]) -> dict[str, Any]:

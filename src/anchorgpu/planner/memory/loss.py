@@ -15,7 +15,7 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import cast
 
-from anchorgpu.errors import DataFileError
+from anchorgpu.errors import DataFileError, Said, said
 from anchorgpu.planner.inputs import CROSS_ENTROPY_IMPLS, CrossEntropy
 
 __all__ = ["CROSS_ENTROPY_IMPLS", "CrossEntropy", "LossMemory", "default_cross_entropy", "loss_memory",
@@ -76,6 +76,12 @@ def default_cross_entropy(train_stack: str) -> CrossEntropy:
 def loss_memory_line(name: str, *, stated: bool) -> str:
     """The assumption a full-training plan carries about its loss: what it keeps and why this implementation."""
     entry = loss_memory(name)
-    why = "as stated" if stated else f"the {entry.default_for_stack} stack's default; --cross-entropy states another"
-    return (f"Loss ({name} cross-entropy, {why}): {entry.bytes_per_logit} bytes a token and vocabulary entry held at "
-            f"the step's peak: {entry.keeps}.")
+    # ``keeps`` is the data file's sentence, its own message id (a page translates it where messages.po has it:
+    # tests/web/test_said_lines_in_russian.py holds every entry's); Said, not said(): it is no template
+    return said("Loss ({name} cross-entropy, {why}): {bytes} bytes a token and vocabulary entry held at the step's "
+                "peak: {keeps}.", name=name, bytes=entry.bytes_per_logit, keeps=Said(entry.keeps, {}),
+                why=_AS_STATED if stated else said("the {stack} stack's default; --cross-entropy states another",
+                                                   stack=entry.default_for_stack))
+
+
+_AS_STATED = said("as stated")

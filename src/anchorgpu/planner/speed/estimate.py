@@ -11,6 +11,7 @@ workload) and returns the JSON-ready section: serving (``ttft_s``, ``tpot_s``, `
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -240,10 +241,6 @@ def check_tokens_cover_a_step(train_tokens: int, global_batch_tokens: int | None
                                    train_tokens=train_tokens, given=given))
 
 
-_WRITTEN_AT_DEFAULT = f"checkpoint written at {DEFAULT_STORAGE_BYTES_PER_S / 1e9:g} GB/s"
-"""The checkpoint-write line at the default storage rate, written once (each training estimate says it)."""
-
-
 def plan_performance(
     plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
     train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
@@ -326,8 +323,7 @@ def plan_performance(
         ckpt = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
         out["checkpoint_bytes"] = ckpt
         out["checkpoint_write_s"] = ckpt / storage_bytes_per_s
-        assumptions.append(_WRITTEN_AT_DEFAULT if storage_bytes_per_s == DEFAULT_STORAGE_BYTES_PER_S
-                           else f"checkpoint written at {storage_bytes_per_s / 1e9:g} GB/s")
+        assumptions.append(_checkpoint_line(storage_bytes_per_s / 1e9))
     out["assumptions"] = assumptions
     out["warnings"] = [{"code": c, "message": m} for c, m in warnings] if warnings else []
     return out
@@ -360,3 +356,8 @@ def engine_reservation(engine: str) -> KvReservation:
 def attach_performance(plan: Plan, **options: Any) -> Plan:
     """``plan`` with its ``performance`` section under ``Plan.extra`` (what ``plan_to_json`` emits)."""
     return replace(plan, extra={**plan.extra, "performance": plan_performance(plan, **options)})
+
+
+@lru_cache(maxsize=8)  # one storage rate a process, mostly
+def _checkpoint_line(gb_per_s: float) -> str:
+    return said("checkpoint written at {rate:g} GB/s", rate=gb_per_s)

@@ -13,16 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from anchorgpu.errors import Said, said
+
 __all__ = ["ENGINE_NAMES", "EVIDENCE_KINDS", "STACK_NAMES", "GpuEvidence", "engine_kind", "evidence_json",
            "evidence_kind", "evidence_line", "evidence_section", "phase_and_band_kind", "split_kind", "summarise"]
 
 EVIDENCE_KINDS: dict[str, str] = {
-    "train": "training",
-    "train-moe": "mixture-of-experts training",
-    "train-cp": "context-parallel training",
-    "serve": "dense-model serving",
-    "serve-moe": "mixture-of-experts serving",
-    "serve-pp": "pipeline-staged serving",
+    "train": said("training"),
+    "train-moe": said("mixture-of-experts training"),
+    "train-cp": said("context-parallel training"),
+    "serve": said("dense-model serving"),
+    "serve-moe": said("mixture-of-experts serving"),
+    "serve-pp": said("pipeline-staged serving"),
 }
 """The kinds of run evidence is kept for (the serving kinds are the bands'), and how a plan names them."""
 
@@ -126,22 +128,30 @@ def evidence_line(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack:
     ...               low=0.55, high=1.01), "CUDA", "vllm")[:65]
     'on a100-80gb-sxm, 10 held-out vLLM dense-model serving runs ran a'
     """
-    what = EVIDENCE_KINDS[kind] if engine is None else f"{ENGINE_NAMES[engine]} {EVIDENCE_KINDS[kind]}"
+    what = (EVIDENCE_KINDS[kind] if engine is None else
+            said("{engine} {what}", engine=ENGINE_NAMES[engine], what=EVIDENCE_KINDS[kind]))
     if evidence is None:
-        return (f"no measured {what} run on {gpu_name} in the calibration set: the figure and its band rest on other "
-                f"GPUs of the {stack} stack")
-    lean = ("faster than predicted" if evidence.median > 1.05 else
-            "slower than predicted" if evidence.median < 0.95 else "close to the prediction")
+        return said("no measured {what} run on {gpu} in the calibration set: the figure and its band rest on other "
+                    "GPUs of the {stack} stack", what=what, gpu=gpu_name, stack=stack)
+    lean: Said = (_FASTER if evidence.median > 1.05 else _SLOWER if evidence.median < 0.95 else _CLOSE)
     if evidence.rows == 1:
-        how = "held out" if evidence.held_out else "in the fit, which pulls it toward the prediction"
-        return f"on {gpu_name}, 1 measured {what} run ({how}) ran at {evidence.median:.2f}x the predicted speed: {lean}"
+        return said("on {gpu}, 1 measured {what} run ({how}) ran at {median:.2f}x the predicted speed: {lean}",
+                    gpu=gpu_name, what=what, how=_HELD_OUT if evidence.held_out else _IN_THE_FIT,
+                    median=evidence.median, lean=lean)
     if evidence.high >= WIDE_SPREAD * evidence.low:  # a median near 1 hides runs far to either side
-        lean += f" at the median, but single runs ranged {evidence.high / evidence.low:.1f}-fold"
-    runs = (f"{evidence.held_out} held-out {what} runs" if evidence.basis == "held-out" else
-            f"{evidence.rows} measured {what} runs ({evidence.rows - evidence.held_out} of them in the fit, which pulls "
-            "them toward the prediction)")
-    return (f"on {gpu_name}, {runs} ran at a median {evidence.median:.2f}x the predicted speed "
-            f"({evidence.low:.2f}x-{evidence.high:.2f}x): {lean}")
+        lean = said("{lean} at the median, but single runs ranged {fold:.1f}-fold", lean=lean,
+                    fold=evidence.high / evidence.low)
+    runs = (said("{held_out} held-out {what} runs", held_out=evidence.held_out, what=what)
+            if evidence.basis == "held-out" else
+            said("{rows} measured {what} runs ({fitted} of them in the fit, which pulls them toward the prediction)",
+                 rows=evidence.rows, what=what, fitted=evidence.rows - evidence.held_out))
+    return said("on {gpu}, {runs} ran at a median {median:.2f}x the predicted speed ({low:.2f}x-{high:.2f}x): {lean}",
+                gpu=gpu_name, runs=runs, median=evidence.median, low=evidence.low, high=evidence.high, lean=lean)
+
+
+_FASTER, _SLOWER, _CLOSE = (said("faster than predicted"), said("slower than predicted"),
+                            said("close to the prediction"))  # how the runs lean, in evidence_line
+_HELD_OUT, _IN_THE_FIT = said("held out"), said("in the fit, which pulls it toward the prediction")
 
 
 def evidence_json(gpu_name: str, kind: str, evidence: GpuEvidence | None,

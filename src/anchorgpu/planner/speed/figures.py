@@ -7,6 +7,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from anchorgpu.errors import said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.speed.constants import Band, Calibration, stack_of
@@ -124,7 +125,8 @@ class Evidence(NamedTuple):
 
 def evidence_of(items: tuple[tuple[str, object], ...]) -> Evidence:
     """The :class:`Evidence` of :func:`evidence_items`'s items (``summary`` last)."""
-    return Evidence(MappingProxyType(dict(items)), str(items[-1][1]))
+    summary = items[-1][1]
+    return Evidence(MappingProxyType(dict(items)), summary if isinstance(summary, str) else str(summary))  # said kept
 
 
 def put_evidence(evidence: Evidence | None, out: dict[str, Any], assumptions: list[str]) -> None:
@@ -151,12 +153,14 @@ def evidence_items(gpu: GpuSpec, cal: Calibration, kind: str, engine: str | None
     # decimals the sentence gives (a widening of a few thousandths would read "widened to 0.89x-1.20x (the stack's is
     # 0.89x-1.20x)")
     if _shown(shown_band) != _shown(stack_band):
-        summary = str(section.pop("summary"))
+        summary = section.pop("summary")
         section.update(band_low_ratio=shown_band.low, band_high_ratio=shown_band.high,
                        stack_band_low_ratio=stack_band.low, stack_band_high_ratio=stack_band.high,
-                       summary=f"{summary}; the band shown is widened to {shown_band.low:.2f}x-{shown_band.high:.2f}x "
-                               f"of the prediction to hold them (the {STACK_NAMES[stack_of(gpu)]} stack's is "
-                               f"{stack_band.low:.2f}x-{stack_band.high:.2f}x), never past the roofline ceiling")
+                       summary=said("{summary}; the band shown is widened to {low:.2f}x-{high:.2f}x of the prediction "
+                                    "to hold them (the {stack} stack's is {stack_low:.2f}x-{stack_high:.2f}x), never "
+                                    "past the roofline ceiling", summary=summary, low=shown_band.low,
+                                    high=shown_band.high, stack=STACK_NAMES[stack_of(gpu)], stack_low=stack_band.low,
+                                    stack_high=stack_band.high))
     return tuple(section.items())
 
 

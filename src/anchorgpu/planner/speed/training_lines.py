@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from anchorgpu.errors import Said, said
 from anchorgpu.planner.speed.caveats import GLOBAL_BATCH_CAVEAT_LABEL
 
 __all__ = ["NETWORK_LABEL", "expert_launch_line", "larger_batch_line", "megatron_fsdp_line", "network_line",
@@ -40,6 +41,11 @@ NETWORK_LABEL = "network between servers"
 """The label of :func:`network_line`, by which the CLI's table finds it among a plan's speed assumptions."""
 
 
+_NETWORK_STATED = said("as stated (--network-gbit-per-gpu)")
+_NETWORK_DEFAULT = said("the calibration's default (calibration.json network_gbit_per_s_per_gpu: one 400 Gb/s InfiniBand "
+                        "NDR or 400 GbE port a GPU, as HGX clusters have; --network-gbit-per-gpu states your cluster's)")
+
+
 @lru_cache(maxsize=256, typed=True)  # a layout's, the same for every request on it (typed: 16 and 16.0 say apart)
 def network_line(gpus: int, server_gpus: int, gbit_per_s: float, stated: bool) -> str:
     """Which server-to-server bandwidth a training layout of ``gpus`` GPUs that spans servers (or scale-up domains) of
@@ -48,11 +54,13 @@ def network_line(gpus: int, server_gpus: int, gbit_per_s: float, stated: bool) -
     >>> network_line(16, 8, 12.5, True)
     'network between servers: 12.5 Gb/s a GPU each way, as stated (--network-gbit-per-gpu); the 16 GPUs span servers of 8'
     """
-    where = "servers" if server_gpus <= 8 else "scale-up domains"
-    source = ("as stated (--network-gbit-per-gpu)" if stated else
-              "the calibration's default (calibration.json network_gbit_per_s_per_gpu: one 400 Gb/s InfiniBand NDR or "
-              "400 GbE port a GPU, as HGX clusters have; --network-gbit-per-gpu states your cluster's)")
-    return f"{NETWORK_LABEL}: {gbit_per_s:g} Gb/s a GPU each way, {source}; the {gpus} GPUs span {where} of {server_gpus}"
+    source = _NETWORK_STATED if stated else _NETWORK_DEFAULT
+    # NETWORK_LABEL spelt out: a message id is a literal
+    if server_gpus <= 8:
+        return said("network between servers: {rate:g} Gb/s a GPU each way, {source}; the {gpus} GPUs span servers of "
+                    "{server_gpus}", rate=gbit_per_s, source=source, gpus=gpus, server_gpus=server_gpus)
+    return said("network between servers: {rate:g} Gb/s a GPU each way, {source}; the {gpus} GPUs span scale-up domains "
+                "of {server_gpus}", rate=gbit_per_s, source=source, gpus=gpus, server_gpus=server_gpus)
 
 
 @lru_cache(maxsize=256)
@@ -82,24 +90,47 @@ def step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precis
     >>> step_line(4, 1, 2048, 2**21, "bf16", 0.66, 4096, gemm_ratio=0.862).split("; ")[1][:98]
     'BF16 products at a calibrated 57% of the dense peak for large shapes (66% fitted on Hopper x 0.862'
     """
-    products = (f"{precision.upper()} products at the {efficiency:.0%} of the dense peak you gave (mfu), at every "
-                "width h/tp" if user_mfu else f"{precision.upper()} products at a calibrated {efficiency * gemm_ratio:.0%} of the dense "
-                "peak for large shapes ("
-                + (f"{efficiency:.0%} fitted on Hopper x {gemm_ratio:.3f}, this GPU's measured GEMM share over Hopper's; "
-                   if round(gemm_ratio, 3) != 1.0 else "")
-                + f"less for h/tp = {width:,})")
-    return (f"step = {microbatches:,} micro-batch{'es' if microbatches != 1 else ''} of {micro_batch:,} x {seq:,} "
-            "tokens per data-parallel rank"
-            f" ({tokens:,} tokens); {products}"
-            + (f"; the LM head stays at BF16, as the FP8/FP4 recipes leave it; MFU is over the {precision.upper()} "
-               "dense peak, the precision the products run in (a BF16 run's is over the BF16 peak, so the two MFUs "
-               "are not on one scale)" if precision.lower() != "bf16" else "")
-            + "; MFU counts 6·N·D plus attention"
-            + (" over the whole sequence, as the Llama 3 paper does, the masked half a causal kernel skips included: "
-               f"{mfu_count_ratio:.2f}x the FLOPs a step runs before recompute, so MFU over {mfu_count_ratio:.2f} is "
-               "the share of the peak the work run uses, and MFU's ceiling is "
-               f"{mfu_count_ratio:.2f}, the tokens/s ceiling's (every GPU at the peak on the causal work)"
-               if round(mfu_count_ratio, 2) > 1.0 else ", as the Llama 3 paper does"))
+    upper = precision.upper()
+    return said("step = {microbatches:,} micro-batch{es} of {micro_batch:,} x {seq:,} tokens per data-parallel rank "
+                "({tokens:,} tokens); {products}{head}; MFU counts 6·N·D plus attention{counted}",
+                microbatches=microbatches, es="es" if microbatches != 1 else "", micro_batch=micro_batch, seq=seq,
+                tokens=tokens, products=_products(upper, efficiency, width, user_mfu, gemm_ratio),
+                head=_lm_head(upper) if precision.lower() != "bf16" else "",
+                counted=_counted(round(mfu_count_ratio, 2)) if round(mfu_count_ratio, 2) > 1.0 else _AS_LLAMA3)
+
+
+@lru_cache(maxsize=64)
+def _products(precision: str, efficiency: float, width: int, user_mfu: bool, gemm_ratio: float) -> Said:
+    """The step line's products clause (:func:`step_line`)."""
+    if user_mfu:
+        return said("{precision} products at the {efficiency:.0%} of the dense peak you gave (mfu), at every width h/tp",
+                    precision=precision, efficiency=efficiency)
+    return said("{precision} products at a calibrated {efficiency:.0%} of the dense peak for large shapes ({hopper}less "
+                "for h/tp = {width:,})", precision=precision, efficiency=efficiency * gemm_ratio,
+                hopper=said("{fitted:.0%} fitted on Hopper x {ratio:.3f}, this GPU's measured GEMM share over "
+                            "Hopper's; ", fitted=efficiency, ratio=gemm_ratio)
+                if round(gemm_ratio, 3) != 1.0 else "", width=width)
+
+
+@lru_cache(maxsize=8)
+def _lm_head(precision: str) -> Said:
+    """The step line's clause on an FP8/FP4 step's LM head and MFU (:func:`step_line`)."""
+    return said("; the LM head stays at BF16, as the FP8/FP4 recipes leave it; MFU is over the {precision} dense peak, "
+                "the precision the products run in (a BF16 run's is over the BF16 peak, so the two MFUs are not on one "
+                "scale)", precision=precision)
+
+
+@lru_cache(maxsize=64)
+def _counted(ratio: float) -> Said:
+    """The step line's MFU-count clause at ``ratio`` rounded to the hundredths it prints (a float rounds and formats to
+    the same two decimals, so the memo keyed on them writes the line as the unrounded ratio would)."""
+    return said(" over the whole sequence, as the Llama 3 paper does, the masked half a causal kernel skips included: "
+                "{ratio:.2f}x the FLOPs a step runs before recompute, so MFU over {ratio:.2f} is the share of the peak "
+                "the work run uses, and MFU's ceiling is {ratio:.2f}, the tokens/s ceiling's (every GPU at the peak on "
+                "the causal work)", ratio=ratio)
+
+
+_AS_LLAMA3 = said(", as the Llama 3 paper does")
 
 
 def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, larger_tokens: int,
