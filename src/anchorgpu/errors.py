@@ -28,8 +28,12 @@ refusal through its own message catalogue (the web pages: ``anchorgpu.web.refusa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import keyword
+import re
+import string
+from collections.abc import Callable, Iterable, Sequence
 from difflib import get_close_matches
+from typing import Any
 
 __all__ = [
     "AnchorError",
@@ -65,13 +69,55 @@ class Said(str):
     values: dict[str, object]
 
     def __new__(cls, template: str, values: dict[str, object]) -> Said:
-        line = str.__new__(cls, template.format(**values))  # str's own, not super(): the same object, fewer calls
+        compiled = _COMPILED.get(template, _UNSEEN)
+        if compiled is _UNSEEN:
+            compiled = _COMPILED[template] = _compile(template)
+        try:
+            english = compiled(**values) if compiled is not None else template.format(**values)
+        except TypeError:  # a value missing: str.format's own KeyError, as before
+            english = template.format(**values)
+        line = str.__new__(cls, english)  # str's own, not super(): the same object, fewer calls
         line.template = template
         line.values = values
         return line
 
     def __reduce__(self) -> tuple[object, ...]:  # pickles (the sweep's worker processes) keep the id and values
         return (Said, (self.template, self.values))
+
+
+_SAFE_SPEC = re.compile(r"[0-9A-Za-z,._%<>^=+\- #]*")
+_UNSEEN = object()
+_COMPILED: dict[str, Any] = {}
+"""Each template's English as a compiled f-string (:func:`_compile`), or None where it is formatted by ``str.format``."""
+
+
+def _compile(template: str) -> Callable[..., str] | None:
+    """``template`` as a function of its values that writes exactly ``template.format(**values)``, compiled once as an
+    f-string (about twice as fast as parsing the template on every line a plan writes), or None where a field is not a
+    plain name with a plain format spec (``{a.b}``, ``{a[k]}``, nested specs: left to ``str.format``, whose reading of
+    them an f-string does not share). Templates are string literals of the source, never user input.
+
+    >>> _compile("{n:,} GPUs of {gpu!r}")(n=1024, gpu="h100", unused=1)
+    "1,024 GPUs of 'h100'"
+    >>> _compile("{a.b}") is None, _compile("{x:{w}}") is None
+    (True, True)
+    """
+    names: list[str] = []
+    try:
+        for _, name, spec, conversion in string.Formatter().parse(template):
+            if name is None:
+                continue
+            if (not name.isidentifier() or keyword.iskeyword(name) or not _SAFE_SPEC.fullmatch(spec or "")
+                    or conversion not in (None, "r", "s", "a")):
+                return None
+            names.append(name)
+        if "\\" in template or '"""' in template or template.endswith('"'):
+            return None
+        params = ", ".join(dict.fromkeys(names))
+        fn = eval(f'lambda {params + ", " if params else ""}**_: f"""{template}"""', {})  # noqa: S307
+    except (ValueError, SyntaxError):
+        return None
+    return fn  # type: ignore[no-any-return]
 
 
 def said(template: str, /, **values: object) -> Said:
