@@ -63,14 +63,16 @@ Progress = Callable[[int, int], None]
 def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                    weights: tuple[str, ...], kv: KvFactors, weights_bytes: FloatArray, conc: IntArray,
                    per_replica: IntArray, prompt: int, output: int, total_tps: FloatArray,
-                   made: tuple[TickPairs, Ticks] | None = None) -> FloatArray:
+                   made: tuple[TickPairs, Ticks, FloatArray] | None = None) -> FloatArray:
     """Output tokens/s over the replicas, written into ``total_tps`` (which holds the busiest replica's step, in the
     sweep's order), as :func:`~anchorgpu.planner.speed.batching.serving_estimate` adds them: ``busy`` replicas run
     ``per_replica`` sequences at the busiest step, the rest one fewer at their own (shorter) step, each replica on
     its own (this sweep's layouts keep their experts within the TP group; attention DP is planned by ``plan``).
     Where the users split evenly (or a replica would run none), every user runs at the busiest step. ``made``: the
-    busiest replicas' pairs and their ticks before they were put on pairs (:func:`group_ticks`), whose rows the
-    lighter replicas' ticks are taken from where their pairs come from the same layouts (no tick formed again)."""
+    busiest replicas' pairs, their ticks before they were put on pairs (:func:`group_ticks`) and their steady steps
+    ``(W, K, 1, P)``: where the lighter replicas' pairs come from the same layouts, a pair among the busiest's (the same
+    (shape, TP, PP, EP) and sequences a replica, so the same figures) takes its step from there, and the others' ticks
+    are taken from those rows (no tick formed again)."""
     busy = conc - lay.dp * (per_replica - 1)  # (C, L)
     lighter = (busy < lay.dp) & (per_replica > 1)
     # in place: each element divides the busiest step it replaces (no grid-sized temporary, no copy back)
@@ -80,16 +82,42 @@ def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swee
         pairs = tick_pairs(lay, conc, fewer)
         budget_tokens = pair_budget_tokens(shapes, spec.workload, lay, pairs)
         step = np.empty((*total_tps.shape[1:3], 1, pairs.batch.size))
-        # the busiest replicas' ticks where they were formed from the same layouts (a Ticks reads its layouts
+        # the busiest replicas' ticks and steps where they were formed from the same layouts (a Ticks reads its layouts
         # together: formed from others, a term could take another branch), else formed here
-        ticks = (on_pairs(made[1], pairs.group) if made is not None and np.array_equal(made[0].groups, pairs.groups)
-                 else pair_ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs, prompt, output))
-        _steady_step(ticks, pairs.batch.astype(np.float64)[None, :], prompt, output, budget_tokens, step)
-        del ticks
+        if made is not None and np.array_equal(made[0].groups, pairs.groups):
+            _known_steps(made, pairs, prompt, output, budget_tokens, step)
+        else:
+            ticks = pair_ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs, prompt, output)
+            _steady_step(ticks, pairs.batch.astype(np.float64)[None, :], prompt, output, budget_tokens, step)
+            del ticks
         own = _on_grid(step, pairs.inverse, np.empty_like(total_tps))
         light = np.where(lighter, (lay.dp - busy) * (per_replica - 1), 0).astype(np.float64)
         rate += np.divide(_grid_order(light), own, out=own)
     return rate
+
+
+def _known_steps(made: tuple[TickPairs, Ticks, FloatArray], pairs: TickPairs, prompt: int, output: int,
+                 budget_tokens: Array, out: FloatArray) -> FloatArray:
+    """The steady step of each of ``pairs`` (of the busiest replicas' groups, ``made``), written into ``out``
+    ``(W, K, 1, P)``: a pair among the busiest replicas' (its group and sequences a replica) takes that pair's step
+    (a step of a pair reads only its own ticks and budget, both its group's: the same figures), the rest formed on
+    the ticks of their groups (``made``'s rows)."""
+    busiest, base, steady = made
+    groups = pairs.groups.size
+    known = busiest.batch * groups + busiest.group
+    order = np.argsort(known, kind="stable")
+    ordered = known[order]
+    want = pairs.batch * groups + pairs.group
+    at = np.minimum(np.searchsorted(ordered, want), ordered.size - 1)
+    found = ordered[at] == want
+    np.take(steady, order[at], axis=-1, out=out)  # a pair not found is formed below
+    missing = np.flatnonzero(~found)
+    if missing.size:
+        formed = np.empty((*out.shape[:3], missing.size))
+        _steady_step(base.taken(pairs.group[missing]), pairs.batch[missing].astype(np.float64)[None, :], prompt,
+                     output, budget_tokens[missing], formed)
+        out[..., missing] = formed
+    return out
 
 
 def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> FloatArray:
@@ -176,6 +204,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                   budget_tokens)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     _little_ttft(ttft, batch, output, step, user_step)  # a request takes O mean steps (Little's law)
+    steady = step.copy()  # the steady step of each pair, which the lighter replicas' pairs read (_replicas_rate)
     _request_step(step, ttft, user_step, output)  # and at least its first token and O - 1 gaps (the rate's step)
     if output == 1:  # one token a request: a user's step is the request's (speed.batching.others_output_tokens)
         np.copyto(user_step, step)
@@ -195,7 +224,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     _on_grid(step, pairs.inverse, total_tps)
     _on_grid(np.divide(1.0, user_step, out=user_step), pairs.inverse, per_user)  # 1 / step of each pair, as of each
     _replicas_rate(model, shapes, spec, lay, weights, kv, mem.weights, conc, per_replica, prompt, output, total_tps,
-                   (pairs, base))
+                   (pairs, base, steady))
     del base
     nan = np.full(1, np.nan)
     return {
