@@ -5,7 +5,8 @@
 
 An embedding lookup is an index gather: vLLM's ``VocabParallelEmbedding.forward`` runs
 ``F.embedding(masked_input.long(), self.weight)`` on its shard of the vocabulary (``V / tp`` rows a rank,
-vllm/model_executor/layers/vocab_parallel_embedding.py), which reads one row a token, not the table. The LM head's
+vllm/model_executor/layers/vocab_parallel_embedding.py; TensorRT-LLM's ``pre_comm_embedding_ops``, ``F.embedding(input_,
+weight)``, tensorrt_llm/_torch/modules/embedding.py), which reads one row a token, not the table. The LM head's
 product (``ParallelLMHead``, used in the sampler) reads its whole ``V / tp x h`` matrix every step; where the
 embeddings are tied that matrix is the table, so a tied table is read once, by the head. The rows a step gathers,
 ``tokens x h x 2`` bytes, are left out: for Llama 3.1 8B that is 8 KiB a token against the ~8.7 MB of elementwise
