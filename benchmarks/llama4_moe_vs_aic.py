@@ -68,7 +68,8 @@ def compare(ids: list[str]) -> None:
             extra = (c.expert_half_tokens * touched / rows if rows >= c.expert_tile_rows * touched
                      else c.expert_half_tokens / c.expert_tile_rows)
             products, falloff = flops_s / c.matmul_rate, flops_s / c.expert_rate * extra
-            read = setup.weights_bytes_per_gpu * c.routed_share * touched / c.mem_rate / layers
+            streamed = setup.weights_bytes_per_gpu - setup.lookup_table_bytes_per_gpu  # the step's read
+            read = streamed * c.routed_share * touched / c.mem_rate / layers
             ours = soft_roofline(read, products + falloff, c.knee)
             measured = min((float(x["latency"]) for x in aic if int(x["num_tokens"]) == tokens), default=float("nan"))
             print(f"  {tokens:6d} tokens: AIC {measured:.3f} ms, planner {ours * 1e3:.3f} ms (x{ours * 1e3 / measured:.2f};"

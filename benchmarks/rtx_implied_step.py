@@ -31,7 +31,7 @@ def main(patterns: list[str]) -> None:
         p, perf, s = row_serving(run, cal)
         batch = perf["saturation_concurrency"] // s.replicas
         step = batch * s.replicas / run.value
-        read = s.weights_bytes_per_gpu + batch * s.kv_bytes_per_sequence_per_gpu
+        read = s.weights_bytes_per_gpu - s.lookup_table_bytes_per_gpu + batch * s.kv_bytes_per_sequence_per_gpu
         tokens = batch * (1 + r["prompt_tokens"] / r["output_tokens"])
         flops = tokens * 2 * forward_matmul_params(p.model) / (s.tp * s.pp)
         bw = p.gpu.memory_bandwidth_bytes_per_s

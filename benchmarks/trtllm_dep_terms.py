@@ -37,8 +37,9 @@ def main(patterns: list[str]) -> None:
         setup, batch, _, t, c = next(x for x in _seen if x[2] == 0.0)
         mixed = next((x[3][0] for x in _seen if x[2] > 0), None)
         touched = 1 - c.miss_per_token ** (batch * c.expert_token_scale)
-        routed = setup.weights_bytes_per_gpu * c.routed_share * touched
-        rest = setup.weights_bytes_per_gpu * (1 - c.routed_share)
+        streamed = setup.weights_bytes_per_gpu - setup.lookup_table_bytes_per_gpu  # the step's read (lookup_tables)
+        routed = streamed * c.routed_share * touched
+        rest = streamed * (1 - c.routed_share)
         elementwise = t[0] - sum(t[1:5])
         print(f"{run.id:30s} measured {run.value * 1e3:6.2f} ms, planner {value * 1e3:6.2f} "
               f"({(value / run.value - 1) * 100:+5.1f}%): plain step B={batch:.0f} {t[0] * 1e3:5.2f} = fixed "

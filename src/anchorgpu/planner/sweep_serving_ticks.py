@@ -44,7 +44,7 @@ from anchorgpu.planner.speed.step_constants import allreduce_latency_s, prompt_a
 from anchorgpu.planner.sweep_grid import Layouts
 from anchorgpu.planner.sweep_serving_lookups import distinct_gpus, links, mixed_rates
 from anchorgpu.planner.sweep_serving_lookups import peaks as peaks_of
-from anchorgpu.planner.sweep_serving_memory import KvFactors, per_format
+from anchorgpu.planner.sweep_serving_memory import KvFactors, per_format, streamed_weights
 from anchorgpu.planner.sweep_sglang import absorbed_dequant_terms, graph_max_batch, padded_rows
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class Ticks:
         # per (GPU, format): an FP4 format the GPU's FP4 units do not take runs at BF16's rate (speed.peaks)
         precisions_gw = [[weights_precision_on(gpu, name) for name in weights] for gpu in gpus]
         self.model = model
-        self.weights = weights_wl
+        self.weights = weights_wl = streamed_weights(model, lay, weights, weights_wl)  # less the untied embedding
         self.bw_mem = np.array([gpu.memory_bandwidth_bytes_per_s for gpu in gpus])[s]
         self.bw_mbu = self.bw_mem * per_layout(lambda k: k.decode_mbu)  # the bandwidth a decode step reaches
         self.memory_s = weights_wl / self.bw_mbu  # reading the weights (a MoE: the experts a step touches, per tick)

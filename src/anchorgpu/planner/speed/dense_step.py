@@ -24,7 +24,7 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     first token's step), so the fixed/memory/compute one is not formed and ``""`` stands in its place ("host" is
     still said where the host sets the pace)."""
     tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
-    weights = setup.weights_bytes_per_gpu
+    weights = setup.weights_bytes_per_gpu - setup.lookup_table_bytes_per_gpu
     split = c.split
     matmul_flops = tokens * 2.0 * c.matmul_params / split
     kv_bytes = batch * setup.kv_bytes_per_sequence_per_gpu

@@ -12,6 +12,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.speed.flops import MOE_FORWARD_AGAIN, Recompute, TrainKind, forward_matmul_params
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
+from anchorgpu.planner.speed.lookup_tables import lookup_table_bytes
 from anchorgpu.planner.weight_parts import model_weight_parts
 
 __all__ = ["MoeDispatcher", "dense_layers", "ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
@@ -74,31 +75,33 @@ def moe_product_shares(model: ModelSpec) -> tuple[float, float]:
 
 
 def routed_weight_bytes_share_per_gpu(model: ModelSpec, fmt: WeightFormat, *, tp: int, ep: int) -> float:
-    """The routed experts' share of the weight BYTES one GPU holds in ``fmt`` (what a serving step scales by the
-    experts it touches): the experts' bytes split over ``ep`` GPUs (over TP when ``ep`` is 1; over TP too when ``ep``
-    is smaller than TP, each of the ``E / ep`` experts a GPU holds split ``tp / ep`` ways as the engines split them:
-    :func:`~anchorgpu.planner.memory.serving_expert_tp`), the rest's over TP (0.0 for a dense model). Bytes, not parameters: a format that stores the experts apart (gpt-oss's MXFP4 experts
-    at 4.25 bits, padded to 3,072 wide, beside 16-bit attention and embeddings; an FP8 or FP4 format's 16-bit
-    embeddings and head) gives them a smaller share of the bytes than of the parameters
-    (:func:`~anchorgpu.planner.weight_parts.model_weight_parts`).
+    """The routed experts' share of the weight BYTES one GPU streams a serving step in ``fmt`` (what the step scales by
+    the experts it touches): the experts' bytes split over ``ep`` GPUs (over TP when ``ep`` is 1; over TP too when
+    ``ep`` is smaller than TP, each of the ``E / ep`` experts a GPU holds split ``tp / ep`` ways as the engines split
+    them: :func:`~anchorgpu.planner.memory.serving_expert_tp`), the rest's over TP (0.0 for a dense model). The rest
+    is what the step reads beside the experts: the tables it only gathers rows from are not in it
+    (:func:`~anchorgpu.planner.speed.lookup_tables.lookup_table_bytes`: an untied token embedding). Bytes, not
+    parameters: a format that stores the experts apart (gpt-oss's MXFP4 experts at 4.25 bits, padded to 3,072 wide,
+    beside 16-bit attention and LM head; an FP8 or FP4 format's 16-bit head) gives them a smaller share of the bytes
+    than of the parameters (:func:`~anchorgpu.planner.weight_parts.model_weight_parts`).
 
     >>> from anchorgpu.architectures import load_model
     >>> from anchorgpu.planner.formats import format_for_model
-    >>> m = load_model("gpt-oss-120b")  # 0.981 of the parameters, 0.937 of the MXFP4 bytes
+    >>> m = load_model("gpt-oss-120b")  # read: 0.986 of the parameters, 0.953 of the MXFP4 bytes (all: 0.981, 0.937)
     >>> round(routed_weight_bytes_share_per_gpu(m, format_for_model(m, "bf16"), tp=1, ep=1), 3)
-    0.981
+    0.986
     >>> round(routed_weight_bytes_share_per_gpu(m, format_for_model(m, "mxfp4"), tp=1, ep=1), 3)
-    0.937
+    0.953
     >>> q = load_model("qwen3-30b-a3b")
     >>> round(routed_weight_bytes_share_per_gpu(q, format_for_model(q, "bf16"), tp=1, ep=8), 3)
-    0.702
+    0.747
     >>> [round(routed_weight_bytes_share_per_gpu(q, format_for_model(q, "bf16"), tp=8, ep=e), 3) for e in (1, 4, 8)]
-    [0.95, 0.95, 0.95]
+    [0.959, 0.959, 0.959]
     """
     parts = model_weight_parts(model, fmt)
-    total, experts = parts.total, parts.experts
-    if model.moe is None or not total:
+    if model.moe is None or not parts.total:
         return 0.0
+    total, experts = parts.total - lookup_table_bytes(model, fmt), parts.experts  # the bytes a step streams
     if ep <= tp:  # split alike: over TP, EP x expert TP covering it when EP is inside TP
         return experts / total
     return experts / ep / (experts / ep + (total - experts) / tp)

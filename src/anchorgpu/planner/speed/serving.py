@@ -171,7 +171,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     the positions it samples: :func:`~anchorgpu.planner.speed.flops.unsampled_prompt_share`); their products are the
     rest of a token's, the head's taken off at the rate it runs at. Decoded tokens (and padded rows) pass it."""
     tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
-    weights = setup.weights_bytes_per_gpu
+    weights = setup.weights_bytes_per_gpu - setup.lookup_table_bytes_per_gpu  # the bytes the step streams
     routed = c.routed_share
     group = tokens * group_ratio if group_ratio != 1.0 else tokens  # the EP group's tokens per replica
     expert_tokens = group * c.expert_token_scale  # the tokens this GPU's experts are sent (its replicas' under EP)

@@ -27,6 +27,7 @@ from anchorgpu.planner.speed.links import (
     compute_precision_for_weights,
     weights_precision_on,
 )
+from anchorgpu.planner.speed.lookup_tables import lookup_table_bytes_per_gpu
 from anchorgpu.planner.speed.moe_backend import (
     trtllm_moe_backend,
     vllm_moe_backend,
@@ -48,10 +49,10 @@ __all__ = ["SERVER_GPUS", "SetupTerms", "serving_setup", "setup_terms", "sglang_
 SERVER_GPUS = 8
 """GPUs per server assumed by ``plan`` estimates: groups larger than this cross the network."""
 
-# ServingSetup(...) once per plan's estimate, its first 23 fields by position and the last by name: as keywords some
+# ServingSetup(...) once per plan's estimate, its first 24 fields by position and the last by name: as keywords some
 # would take the call past CPython 3.11's 30 stack slots, a dictionary built and unpacked (builder's ``positional``),
 # and each keyword costs a match
-_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=23)
+_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=24)
 
 
 @lru_cache(maxsize=256)
@@ -128,7 +129,8 @@ def serving_setup(plan: Plan, prompt_tokens: int, output_tokens: int, limits: tu
     # by position: weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp, replicas,
     # max_num_batched_tokens, gpus_per_server, graph_batch_sizes, ep, block_fp8, host_overlap, ep_gather_bytes, the
     # three quantized shares, absorbed_dequant, engine, attention_dp, whole_dense_extra_bytes, kv_fp8, moe_backend,
-    # adp_balance, then weights_format by name (ServingSetup's field order: a call of 26 stack slots)
+    # adp_balance, lookup_table_bytes_per_gpu, then weights_format by name (ServingSetup's field order: a call of 27
+    # stack slots)
     engine = engine or w.engine
     # TensorRT-LLM's MoE kernel, as the workload states it or the engine's AUTO picks it (speed.moe_backend)
     # (a dense model has none: both functions' first answer, without their calls)
@@ -142,7 +144,10 @@ def serving_setup(plan: Plan, prompt_tokens: int, output_tokens: int, limits: tu
         gather_bytes, share, expert_share, head_share, absorbed_dequant, engine, w.attention_dp_kv,
         (whole_dense_layers_extra_bytes(model, format_for_model(model, weights), tp=lay.tp, pp=lay.pp)
          if w.attention_dp_kv else 0.0), plan.precision.kv_cache == "fp8", moe_backend,
-        w.attention_dp_balance and engine == "trtllm", weights_format=weights or "bf16")
+        w.attention_dp_balance and engine == "trtllm",
+        # the untied token embedding the GPU holds and the step only gathers rows from (speed.lookup_tables)
+        lookup_table_bytes_per_gpu(model, format_for_model(model, weights or "bf16"), tp=lay.tp, pp=lay.pp),
+        weights_format=weights or "bf16")
 
 
 def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:

@@ -56,7 +56,7 @@ def serve_shape_factor(width: float, half_width: float) -> float:
 class ServingSetup:
     """One replica's serving configuration: what each GPU holds and how the replica is split."""
 
-    weights_bytes_per_gpu: float
+    weights_bytes_per_gpu: float  # the weights one GPU holds (its most-loaded stage's)
     kv_bytes_per_sequence_per_gpu: float  # at the average cached length
     precision: str = "bf16"  # matmul precision of the weights (fp8 / fp4 / bf16)
     tp: int = 1
@@ -87,6 +87,8 @@ class ServingSetup:
     moe_backend: str = ""  # TensorRT-LLM's MoE kernel (speed.moe_backend: "trtllm-gen" takes its measured falloff)
     adp_balance: bool = False  # TensorRT-LLM's attention_dp_config.enable_balance: the EP group's replicas prefill
     # their prompts in the same steps (speed.batching._steady)
+    lookup_table_bytes_per_gpu: float = 0.0  # of weights_bytes_per_gpu, the tables a step only gathers rows from and
+    # does not stream (an untied token embedding: speed.lookup_tables); a step reads the rest
     weights_format: str = "bf16"  # the weights' format (formats.format_for_model's name): a MoE's routed experts' share
     # of the weight bytes read (experts.routed_weight_bytes_share_per_gpu)
 
