@@ -94,7 +94,7 @@ def trtllm_bench_graph_sizes(model: ModelSpec, gpu_memory_bytes: float, r: dict[
     >>> from anchorgpu.architectures import load_model
     >>> ladder = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
     >>> row = {"tp": 8, "pp": 1, "weights": "fp8", "kv_cache": "fp8", "prompt_tokens": 128, "output_tokens": 2048}
-    >>> trtllm_bench_graph_sizes(load_model("llama-3.1-405b"), 141 * 10**9, row, ladder)[-3:]  # cap 1,536
+    >>> trtllm_bench_graph_sizes(load_model("llama-3.1-405b"), 141 * 2**30, row, ladder)[-3:]  # H200: cap 1,536
     (512, 1024, 1536)
     """
     per_micro, max_tokens = trtllm_bench_engine(model, gpu_memory_bytes, r)
