@@ -1,21 +1,25 @@
-"""trtllm-bench rows over pipeline stages, timed over the run's makespan (``speed.bench_makespan``).
+"""trtllm-bench rows, timed over the run's makespan (``speed.bench_makespan``) at every ``pp``.
 
 trtllm-bench reports total output tokens over the time from the first request's start to the last one's end
 (NVIDIA/TensorRT-LLM ``tensorrt_llm/bench/dataclasses/reporting.py``, ``generate_statistics_summary``), of the
 ``$num_requests`` equal requests the perf-overview page queues at once (docs/source/performance/perf-overview.md at
 commit 00f3768, "Preparing a Dataset"). Over pipeline stages the engine runs so many at once that the RTX PRO 6000
 PP 4 and PP 8 runs hold 1.1-3.9 batches: their fill and drain, at part batches, are a large share of the run
-(benchmarks/hardening/stop62_rtxpp.md).
+(benchmarks/hardening/stop62_rtxpp.md); on one stage the small-MoE Blackwell runs hold 1-2.5, and their equal
+requests are admitted in groups, so few steps carry a prompt (benchmarks/hardening/stop62_makespan62.md).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from anchorgpu.planner.speed.bench_makespan import bench_cycle_groups, bench_schedule
+from anchorgpu.planner.speed.bench_makespan import bench_cycle_groups, bench_schedule, times_row
+from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.planner.speed.row_engines import trtllm_bench_engine
 from anchorgpu.planner.speed.rows_report import engine_of
-from anchorgpu.planner.speed.runs import _reservation, _serve_plan, load_runs, predict
+from anchorgpu.planner.speed.runs import _graph_sizes, _reservation, _serve_plan, load_runs, predict
+from anchorgpu.planner.speed.serving_plan import serving_saturation
 
 RUNS = {run.id: run for run in load_runs()}
 
@@ -28,7 +32,7 @@ def _steady(run_id: str) -> float:
     run = RUNS[run_id]
     r = run.row
     return float(plan_performance(_serve_plan(run_id), kv_reservation=_reservation(r),
-                                  graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
+                                  graph_batch_sizes=_graph_sizes(r, _serve_plan(run_id)),
                                   engine=engine_of(run))["max_output_tokens_per_s"])
 
 
@@ -65,8 +69,39 @@ def test_pp8_rows_are_timed_over_the_makespan_below_their_steady_state(run_id: s
     assert abs(timed / measured - 1) < 0.25
 
 
-@pytest.mark.parametrize("run_id", ["P70-RTXTP1PP1-128/4096", "PQ235-RTXTP2PP4-128/2048", "P70-B200-128/4096"])
-def test_one_stage_and_attention_dp_rows_keep_the_steady_state(run_id: str) -> None:
-    # one stage: stop 61 did not keep the makespan there (stop61_makespan.md); attention DP restated as TP: its
-    # ranks' own schedules are not what the row is timed as
+@pytest.mark.parametrize("run_id", ["PQ235-RTXTP2PP4-128/2048", "PQ235-B200-1000/2000"])
+def test_attention_dp_rows_keep_the_steady_state(run_id: str) -> None:
+    # attention DP restated as TP: its ranks' own schedules are not what the row is timed as
+    assert RUNS[run_id].row["attention_dp_weights"] and not times_row(RUNS[run_id].row)
     assert predict(RUNS[run_id]) == pytest.approx(_steady(run_id), rel=1e-9)
+
+
+def test_a_one_stage_moe_row_admits_its_prompts_in_groups_and_is_timed_so() -> None:
+    """perf-overview.md @00f3768, Qwen3-30B-A3B NVFP4 on one GB200, 128/2048: 31,311 output tok/s measured, 3,000
+    requests. At the steady state a 128-token prompt rides in 87.5% of the steps, each paying the host's pass in
+    series (engine_terms.prompt_step_host_serial): -30.9%. The burst runs two waves, and a prompt rides in under 10% of
+    its steps."""
+    run_id = "PQ30-GB200-128/2048"
+    run, r = RUNS[run_id], RUNS[run_id].row
+    assert run.value == 31311 and r["pp"] == 1 and times_row(r)
+    setup, _, sat = serving_saturation(_serve_plan(run_id), 128, 2048, calibration(), _reservation(r),
+                                       _graph_sizes(r, _serve_plan(run_id)), True, None, False, engine_of(run))
+    counts = bench_schedule(3000, 128, 2048, sat, setup.max_num_batched_tokens)
+    assert sum(n for (_, k), n in counts.items() if k) < 0.1 * sum(counts.values())
+    steady, timed = _steady(run_id), predict(run)
+    assert abs(steady / 31311 - 1) > 0.25
+    assert abs(timed / 31311 - 1) < 0.25
+
+
+def test_the_decode_graphs_stop_at_the_engines_batch_cap() -> None:
+    """TensorRT-LLM keeps the listed CUDA graph sizes up to min(max_batch_size, max_num_tokens) and pads to that cap
+    above it (model_engine.py ``_filter_cuda_graph_batch_sizes``). Llama 3.1 405B FP8 on 8 H200, 128/2048
+    (perf-overview.md @00f3768, 5,348 tok/s measured): trtllm-bench sizes 1,536 sequences and 2,048 tokens a step, so
+    the planned 1,187 running pad to 1,536, not the listed 2,048; an attention-DP group pads each rank's batch."""
+    run_id = "P405-H200-128/2048"
+    r, p = RUNS[run_id].row, _serve_plan(run_id)
+    assert trtllm_bench_engine(p.model, p.gpu.memory_bytes, r) == (1536, 2048)
+    assert _graph_sizes(r, p)[-3:] == (512, 1024, 1536) and max(r["graph_batch_sizes"]) == 8192
+    assert abs(predict(RUNS[run_id]) / 5348 - 1) < 0.25
+    adp = RUNS["PQ235-B200-1000/2000"].row
+    assert all(size % adp["tp"] == 0 for size in _graph_sizes(adp, _serve_plan("PQ235-B200-1000/2000")))

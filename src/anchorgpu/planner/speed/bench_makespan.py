@@ -1,18 +1,19 @@
-"""trtllm-bench's throughput over pipeline stages: output tokens over the whole run, every request queued at once.
-Pure.
+"""trtllm-bench's throughput: output tokens over the whole run, every request queued at once. Pure.
 
 What the benchmark reports (NVIDIA/TensorRT-LLM ``tensorrt_llm/bench/dataclasses/reporting.py``,
 ``StatsKeeper.generate_statistics_summary``: ``total_latency_ns`` from the first request's start to the last one's end;
 ``statistics.py``, ``BenchmarkStatistics``: output throughput = total output tokens / total latency) is a makespan of
 a fixed number of equal requests (the perf-overview page's ``$num_requests`` for the shape, ``--input-stdev=0
---output-stdev=0``): the run fills, holds and drains. A steady state of a full batch is that figure only when the
-requests are many times the batch. Pipeline stages multiply the batch (``max_batch_size`` is per micro-batch and the
-KV cache of every stage holds its layers only), so the page's PP 4 and PP 8 runs hold 1.1-1.9 batches of requests
-(Llama 3.3 70B TP 1 PP 8 1000/2000: 1,332 running of 1,500): most of such a run is its fill and its drain, at a part
-batch. A row that states ``bench_requests`` and runs over stages is timed here, cycle by cycle; rows on one stage
-keep their steady state (stop 61 tried the makespan there and did not keep it: ``benchmarks/hardening/
-stop61_makespan.md``). The planner's own serving figures stay steady states (a server under a steady load).
-Findings: benchmarks/hardening/stop62_rtxpp.md.
+--output-stdev=0``): the run fills, holds and drains, and its equal requests are admitted in groups that finish
+together. A steady state of a full batch is that figure only when the requests are many times the batch and arrive
+evenly. Pipeline stages multiply the batch (``max_batch_size`` is per micro-batch and the KV cache of every stage
+holds its layers only), so the page's PP 4 and PP 8 runs hold 1.1-1.9 batches of requests (Llama 3.3 70B TP 1 PP 8
+1000/2000: 1,332 running of 1,500); on one stage the small-MoE Blackwell runs hold 1-2.5 (Qwen3-30B-A3B GB200
+128/2048: 1,496 of 3,000), and a prompt rides in 7% of the run's steps where a steady state puts one in 87.5%. Every
+row that states ``bench_requests`` and is not restated from attention DP (:func:`times_row`) is timed here, step by
+step (a cycle of ``pp`` micro-batches over stages), at every ``pp``: the same measurement modelled the same way. The
+planner's own serving figures stay steady states (a server under a steady load).
+Findings: benchmarks/hardening/stop62_rtxpp.md, stop62_makespan62.md.
 """
 
 from __future__ import annotations
@@ -25,12 +26,27 @@ from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.serving import _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair
 
-__all__ = ["bench_cycle_groups", "bench_schedule", "staged_bench_output_tokens_per_s"]
+__all__ = ["bench_cycle_groups", "bench_schedule", "staged_bench_output_tokens_per_s", "times_row"]
 
 CYCLE_GROUPS = 24
 """Cycles of one kind (with prompts admitted, without) are timed in up to this many groups of equal cycle counts, each
 at its mean decodes and prompts: a cycle's time is smooth in both, and a run of 10^4 cycles timed one by one would
 make a refit slow (stop 61's ``STEP_GROUPS``, which moved no perf-overview row by 0.1% against 96)."""
+
+
+def times_row(r: dict[str, object]) -> bool:
+    """Whether a measured row is timed over its trtllm-bench makespan: it states ``bench_requests`` (the page's
+    ``$num_requests``) and is not restated from attention DP as TP (``attention_dp_weights``), at any ``pp``.
+
+    An attention-DP row keeps its steady state: its ranks each run their own scheduler (their own ``max_batch_size``
+    and ``max_num_tokens``, ``tp x max_batch_size`` admitted to the group), which is not the schedule of the TP
+    group it is timed as, and its step at a part batch is the TP restatement's, which stop 61 (``stop61_makespan.md``
+    section 3) and stop 62 (``stop62_rtxpp.md`` section 4, ``stop62_makespan62.md``) found too slow there.
+
+    >>> times_row({"bench_requests": 3000, "pp": 1}), times_row({"bench_requests": 3000, "attention_dp_weights": True})
+    (True, False)
+    """
+    return "bench_requests" in r and not r.get("attention_dp_weights")
 
 
 def bench_schedule(requests: int, prompt_tokens: int, output_tokens: int, batch: int,

@@ -81,6 +81,31 @@ def trtllm_bench_engine(model: ModelSpec, gpu_memory_bytes: float, r: dict[str, 
     return per_micro * pp, max_tokens
 
 
+def trtllm_bench_graph_sizes(model: ModelSpec, gpu_memory_bytes: float, r: dict[str, Any],
+                             sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """The decode CUDA graphs an engine ``trtllm-bench`` sized captures of the listed ``sizes`` (padding on, as the
+    page's ``cuda_graph_config`` sets it): those up to ``min(max_batch_size, max_num_tokens)`` and that cap itself
+    where a listed size is above it (NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/pyexecutor/model_engine.py``,
+    ``_filter_cuda_graph_batch_sizes``, called with the engine's ``batch_size`` and ``max_num_tokens``; a batch over
+    the last runs eagerly, ``_get_padded_batch``). ``max_batch_size`` is a micro-batch's (:func:`trtllm_bench_limits`).
+    On a row that ran attention DP (``attention_dp_weights``, timed as TP) each rank pads its own batch
+    (``_get_padded_batch``: every rank to the largest rank's), so the group's padded batch is ``tp`` times a rank's.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> ladder = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
+    >>> row = {"tp": 8, "pp": 1, "weights": "fp8", "kv_cache": "fp8", "prompt_tokens": 128, "output_tokens": 2048}
+    >>> trtllm_bench_graph_sizes(load_model("llama-3.1-405b"), 141 * 2**30, row, ladder)[-3:]  # H200: cap 1,536
+    (512, 1024, 1536)
+    """
+    per_micro, max_tokens = trtllm_bench_engine(model, gpu_memory_bytes, r)
+    cap = min(per_micro // int(r.get("pp", 1)), max_tokens)
+    kept = tuple(x for x in sorted(sizes) if x <= cap)
+    if max(sizes) > cap and (not kept or kept[-1] != cap):
+        kept += (cap,)
+    ranks = int(r["tp"]) if r.get("attention_dp_weights") else 1
+    return tuple(ranks * x for x in kept)
+
+
 def attention_dp_extra_weights_bytes(model: ModelSpec, weights: str, *, tp: int, pp: int, ep: int) -> int:
     """Weight bytes one GPU holds beyond its share under TP of every layer when TensorRT-LLM ran attention data
     parallelism over the ``tp`` GPUs instead (``enable_attention_dp``): the routed experts are still split over them,

@@ -22,9 +22,10 @@ A training row with ``kind: "lora"`` trained low-rank adapters on a frozen model
 flat parameter, so FSDP2's copies out of the gather buffer and into the scatter buffer are not timed.
 ``cross_entropy`` names the loss's implementation where the run's recipe sets one other than its stack's default
 (``te``: Megatron-Bridge's recipes and performance scripts from r0.1.0, Transformer Engine's fused kernel).
-A trtllm-bench row states ``bench_requests`` (the perf-overview page's ``$num_requests`` for its shape); one over
-pipeline stages is timed over that run's makespan (:mod:`~anchorgpu.planner.speed.bench_makespan`), the others at
-their steady state.
+A trtllm-bench row states ``bench_requests`` (the perf-overview page's ``$num_requests`` for its shape) and is timed
+over that run's makespan (:mod:`~anchorgpu.planner.speed.bench_makespan`) at any ``pp``, unless restated from
+attention DP (those keep their steady state); its decode graphs are the ones the engine trtllm-bench sized keeps
+(:func:`~anchorgpu.planner.speed.row_engines.trtllm_bench_graph_sizes`).
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
 (``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.burst.burst_makespan_s`), after the start delay its
 page's own latencies show where it states them (``front_end``: :mod:`~anchorgpu.planner.speed.front_end`). A burst
@@ -63,7 +64,12 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
-from anchorgpu.planner.speed.row_engines import attention_dp_extra_weights_bytes, row_engine, trtllm_bench_engine
+from anchorgpu.planner.speed.row_engines import (
+    attention_dp_extra_weights_bytes,
+    row_engine,
+    trtllm_bench_engine,
+    trtllm_bench_graph_sizes,
+)
 from anchorgpu.units import gbit_per_s_to_bytes_per_s
 
 if TYPE_CHECKING:
@@ -255,6 +261,17 @@ def _reservation(r: dict[str, Any]) -> KvReservation:
     return cast("KvReservation", r.get("kv_reservation", "ratio" if r.get("engine") == "sglang" else "average"))
 
 
+def _graph_sizes(r: dict[str, Any], p: Any) -> tuple[int, ...]:
+    """The decode graphs a serving row's engine padded its batch to: its ``graph_batch_sizes``, as an engine
+    trtllm-bench sized kept them (:func:`~anchorgpu.planner.speed.row_engines.trtllm_bench_graph_sizes`)."""
+    sizes = tuple(int(x) for x in r.get("graph_batch_sizes", ()))
+    if not sizes or r.get("engine_limits") != "trtllm-bench":
+        return sizes
+    from anchorgpu.hardware import get_gpu
+
+    return trtllm_bench_graph_sizes(p.model, _as_measured(get_gpu(r["gpu"]), r).memory_bytes, r, sizes)
+
+
 def _serve(run: Run, cal: Calibration) -> float:
     from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
     from anchorgpu.planner.speed.rows_report import engine_of
@@ -267,20 +284,22 @@ def _serve(run: Run, cal: Calibration) -> float:
     dequant = bool(r.get("absorbed_dequant", False))  # True: MLA's absorbed weights dequantised every step (SGLang ROCm)
     engine = engine_of(run)  # the engine whose kernels ran (its MoE cost), which the row's plan may not name
     if run.metric == "max_output_tokens_per_s":
-        # trtllm-bench's makespan over stages (bench_makespan); a row restated from attention DP as TP keeps its
-        # steady state: its ranks' own schedules (each rank's batch and token budget) are not what it is timed as
-        if "bench_requests" in r and int(r.get("pp", 1)) > 1 and not r.get("attention_dp_weights"):
+        # trtllm-bench's makespan (bench_makespan.times_row: a row restated from attention DP as TP keeps its
+        # steady state: its ranks' own schedules, each rank's batch and token budget, are not what it is timed as)
+        from anchorgpu.planner.speed import bench_makespan
+
+        if bench_makespan.times_row(r):
             from anchorgpu.planner.speed.bench_makespan import staged_bench_output_tokens_per_s
             from anchorgpu.planner.speed.serving_plan import serving_saturation
 
             setup, _, sat = serving_saturation(p, r["prompt_tokens"], r["output_tokens"], cal, _reservation(r),
-                                               tuple(r.get("graph_batch_sizes", ())), overlap, None, dequant, engine)
+                                               _graph_sizes(r, p), overlap, None, dequant, engine)
             if setup.replicas == 1:
                 return staged_bench_output_tokens_per_s(p, setup, sat, cal, requests=int(r["bench_requests"]),
                                                         prompt_tokens=r["prompt_tokens"],
                                                         output_tokens=r["output_tokens"])
         value = plan_performance(p, cal=cal, kv_reservation=_reservation(r),
-                                 graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
+                                 graph_batch_sizes=_graph_sizes(r, p),
                                  host_overlap=overlap, absorbed_dequant=dequant, engine=engine).get("max_output_tokens_per_s")
         return float(value) if value else float("nan")
     if run.metric == "burst_output_tokens_per_s":  # every request sent at once: output tokens over the makespan
