@@ -62,7 +62,13 @@ def test_a_serving_results_ceilings_are_those_plan_gives_the_same_configuration(
 def test_each_serving_result_has_plans_rate_at_the_largest_concurrency_that_fits(serving: dict) -> None:
     """``max_output_tokens_per_s`` (with its band and ceiling): what ``plan`` reports for the result's configuration,
     the rate at its saturation (the most sequences its KV cache and the engine's cap hold), never below the rate at
-    the result's own concurrency."""
+    the result's own concurrency where every step reads the KV cache once. Where vLLM runs FlashAttention 2 (SM 8.x),
+    a step that holds a prompt chunk reads each decode's cache once per query head of a KV head
+    (speed.mixed_attention, 4x for Llama-3.1-8B), and at saturation every step holds one (256 sequences, prompts of
+    1,024 over 256 outputs: 1,024 prompt tokens a step), so there the saturated rate may fall below a smaller batch's:
+    on one A100 1,566 tok/s at 256 sequences against 1,575 at 32 and 2,023 at 64 (stop 62, after embedread)."""
+    from anchorgpu.planner.speed.mixed_attention import mixed_step_kv_read_factor
+
     for r in serving["results"]:
         lay = r["layout"]
         p = plan(MODEL, Workload(task="inference", context_tokens=8192, concurrency=32),
@@ -72,7 +78,8 @@ def test_each_serving_result_has_plans_rate_at_the_largest_concurrency_that_fits
         perf = plan_performance(p)
         for end in ("", "_low", "_high", "_ceiling"):
             assert r["max_output_tokens_per_s" + end] == pytest.approx(perf["max_output_tokens_per_s" + end], abs=0.1)
-        assert r["max_output_tokens_per_s"] >= r["output_tokens_per_s"] * 0.999
+        if mixed_step_kv_read_factor(MODEL, get_gpu(r["gpu"]), engine="vllm", tp=lay["tp"]) == 1.0:
+            assert r["max_output_tokens_per_s"] >= r["output_tokens_per_s"] * 0.999
 
 
 def test_a_training_results_ceilings_are_those_plan_gives_the_same_layout() -> None:

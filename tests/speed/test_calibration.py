@@ -72,10 +72,18 @@ def test_every_row_within_25_percent_fitted_or_held_out_but_t37() -> None:
     the products beside FSDP's gathers and scatter inside a server run on the SMs the collectives leave them
     (data_parallel.collective_sm_share: 16 NCCL CTAs of 132): the 13B's one-sequence micro-batch moves twice the
     traffic a token of the 7B/8B's two, and its FP8 twin comes within 25% (+21%, the BF16 13B +12%); the 32B, whose
-    gathers cross servers, does not move."""
+    gathers cross servers, does not move.
+
+    Since stop 62 trtllm-bench's rows are timed over the run's makespan at every pipeline depth
+    (speed.bench_makespan, benchmarks/hardening/stop62_makespan62.md): P405-H100-128/128 (perf-overview.md at
+    00f3768, Llama-3.1-405B FP8 on 8 H100, 128 in / 128 out) admits its prompts 64 at a time, so 85% of its steps are
+    decode-only and pad the 1,090 sequences the plan holds to the 2,048-sequence CUDA graph: 28% slow. The plan holds
+    that few because the trtllm-bench rows keep vLLM's sampler memory (17 GiB a GPU here; 4.8% slow without it, stop
+    61), which no sourced TensorRT-LLM rule has replaced yet (stop62_trtmem62.md); held here until that rule lands."""
     errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()
               if calibrate.set_of(run) in ("core", "trtllm-table")}
-    assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37", "T37-FP8"}, errors
+    assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37", "T37-FP8", "P405-H100-128/128"}, errors
+    assert -0.32 < errors["P405-H100-128/128"] < -0.25
     assert 0.25 < errors["T37"] < 0.32
     assert 0.42 < errors["T37-FP8"] < 0.52
     assert 0.10 < errors["OLMO-13B"] < 0.20
@@ -237,8 +245,9 @@ def test_mixture_of_experts_and_pipeline_serving_say_how_far_off_they_fell() -> 
     cal = calibration()
     gpu = __import__("anchorgpu.hardware", fromlist=["get_gpu"]).get_gpu("b200")
     dense, moe, staged = cal.band(gpu, "serve"), cal.band(gpu, "serve", "moe"), cal.band(gpu, "serve", "pp")
-    # stop 61's refit cd9b23fe: dense 0.905, MoE 0.82, staged 0.784 (stop 55: MoE low 0.754)
-    assert moe.low < 0.85 < dense.low and moe.high > dense.high and staged.low < 0.85 < dense.low
+    # stop 62's refit: dense 0.901, MoE 0.855, staged 0.846 (stop 61's cd9b23fe: 0.905, 0.82, 0.784; stop 55: MoE
+    # low 0.754): the staged rows' band rose once trtllm-bench's PP runs were timed over their makespan
+    assert moe.low < 0.87 < dense.low and moe.high > dense.high and staged.low < 0.87 < dense.low
     assert serving_band_kind(load_model("qwen3-30b-a3b"), 1) == "moe"
     assert serving_band_kind(load_model("llama-3.3-70b"), 4) == "pp" and serving_band_kind(load_model("llama-3.3-70b"), 1) is None
 
