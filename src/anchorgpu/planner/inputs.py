@@ -8,6 +8,7 @@ together with an assumption line saying what it chose.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from anchorgpu.errors import said
@@ -349,3 +350,9 @@ def default_context_tokens(model_context_tokens: int) -> int:
 def default_seq_tokens(workload: Workload, model_context_tokens: int) -> int:
     """The training sequence: the workload's, else 2,048 tokens or the model's context if shorter."""
     return workload.seq_tokens or min(model_context_tokens, 2048)
+
+
+@lru_cache(maxsize=64)  # one line a sequence length, asked by every layout a search plans
+def seq_tokens_line(seq_tokens: int) -> str:
+    """The assumption a training plan states where ``--seq`` is not given (:func:`default_seq_tokens`)."""
+    return said("Sequence length not given: {seq:,} tokens.", seq=seq_tokens)

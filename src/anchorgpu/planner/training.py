@@ -20,8 +20,20 @@ from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.global_batch import check_split
-from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
-from anchorgpu.planner.memory.activations import keeps_fp8_input_copies
+from anchorgpu.planner.inputs import (
+    ALL_LORA_TARGETS,
+    Overheads,
+    Recompute,
+    Workload,
+    default_seq_tokens,
+    seq_tokens_line,
+)
+from anchorgpu.planner.memory.activations import (
+    FLASH_ATTENTION_LINE,
+    FP8_ACTIVATIONS_LINE,
+    NO_DROPOUT_LINE,
+    keeps_fp8_input_copies,
+)
 from anchorgpu.planner.memory.loss import default_cross_entropy, loss_memory, loss_memory_line
 from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
@@ -79,7 +91,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
               ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
     seq = default_seq_tokens(w, model.max_context_tokens)
     if w.seq_tokens is None:
-        assumptions.append(_seq_line(seq))
+        assumptions.append(seq_tokens_line(seq))
     check_training_seq(model, w)
     micro_batch = w.micro_batch or 1
     if w.micro_batch is None:
@@ -327,14 +339,6 @@ def _cross_entropy_of(w: Workload) -> str:
     return w.cross_entropy or default_cross_entropy(w.train_stack)
 
 
-FP8_ACTIVATIONS_LINE = (
-    "Activations as Transformer Engine keeps them under 8-bit products (Megatron-Core): the inputs of the linear "
-    "layers (the norm outputs, the attention output, the MLP's down-projection input) as 1-byte copies, the norms' "
-    "inputs, q, k, v, the attention output and the gated MLP's input in 16 bit; read from TE's code, not yet checked "
-    "against a measured Megatron peak (FP4 products are planned at the same byte).")
-FLASH_ATTENTION_LINE = said("Attention by a flash-attention kernel: no s² score matrix is stored.")
-NO_DROPOUT_LINE = said("No dropout masks: the model's config states no dropout on the residual stream, and at p = 0 "
-                       "neither PyTorch nor Megatron-Core keeps one.")
 
 def offload_activations_line(offloaded: int, layers: int, host_bytes: int) -> str:
     """What ``--offload-activations N`` plans: Megatron-Core's CPU activation offloading."""
@@ -394,8 +398,3 @@ def finetune_activation_terms(model: ModelSpec, fmt: WeightFormat, w: Workload, 
     assumptions.append("Fine-tuning terms added to the activations: " + "; ".join(named)
                        + ". The loader's 16-bit copy while quantizing is transient and not added.")
     return terms.total_bytes
-
-
-@lru_cache(maxsize=64)  # one line a sequence length, asked by every layout a search plans
-def _seq_line(seq: int) -> str:
-    return said("Sequence length not given: {seq:,} tokens.", seq=seq)

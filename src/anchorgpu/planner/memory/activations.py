@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import said
 from anchorgpu.planner.inputs import Recompute
 from anchorgpu.planner.memory.model_states import stage_layers
 from anchorgpu.planner.memory.op_sac import op_sac_layer
@@ -315,3 +316,14 @@ def inference_activation_bytes(model: ModelSpec, *, batched_tokens: int, sequenc
     return prefill_activation_bytes(model, tokens=batched_tokens, tp=tp) + sampler_activation_bytes(
         sequences=seqs, vocab=model.vocab_size
     )
+
+
+# the activation assumptions a training plan states (planner.training)
+FP8_ACTIVATIONS_LINE = (
+    "Activations as Transformer Engine keeps them under 8-bit products (Megatron-Core): the inputs of the linear "
+    "layers (the norm outputs, the attention output, the MLP's down-projection input) as 1-byte copies, the norms' "
+    "inputs, q, k, v, the attention output and the gated MLP's input in 16 bit; read from TE's code, not yet checked "
+    "against a measured Megatron peak (FP4 products are planned at the same byte).")
+FLASH_ATTENTION_LINE = said("Attention by a flash-attention kernel: no s² score matrix is stored.")
+NO_DROPOUT_LINE = said("No dropout masks: the model's config states no dropout on the residual stream, and at p = 0 "
+                       "neither PyTorch nor Megatron-Core keeps one.")
