@@ -38,6 +38,7 @@ from typing import Any
 from anchorgpu.planner.speed import calibrate
 from anchorgpu.planner.speed import runs as rs
 from anchorgpu.planner.speed.batching import _attention_flops
+from anchorgpu.planner.speed.bench_makespan import bench_schedule
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.estimate import plan_performance
@@ -53,23 +54,9 @@ ADP_SETS = ("trtllm-moe", "trtllm-pcie-moe")  # the page's MoE command: enable_a
 
 
 def schedule(requests: int, prompt: int, output: int, batch: int, budget: int) -> Counter[tuple[int, int]]:
-    """Steps by (decoding sequences, prompts admitted) of ``requests`` equal requests queued at once."""
-    ends: dict[int, int] = {}
-    running = admitted = done = step = 0
-    counts: Counter[tuple[int, int]] = Counter()
-    while done < requests:
-        step += 1
-        tokens, k = running, 0
-        while admitted < requests and running + k < batch and tokens + prompt <= budget:
-            tokens, k = tokens + prompt, k + 1
-        if k == 0 and running == 0:  # a prompt over the budget runs alone (trtllm-bench raises the budget to fit it)
-            k = 1
-        counts[(running, k)] += 1
-        admitted, running = admitted + k, running + k
-        ends[step + output - 1] = ends.get(step + output - 1, 0) + k
-        finished = ends.pop(step, 0)
-        running, done = running - finished, done + finished
-    return counts
+    """Steps by (decoding sequences, prompts admitted) of ``requests`` equal requests queued at once: the planner's own
+    schedule since stop 62 (``speed.bench_makespan.bench_schedule``, which admits no more than ``requests``)."""
+    return Counter(bench_schedule(requests, prompt, output, batch, budget))
 
 
 _BINS: dict[tuple[int, ...], list[tuple[float, float, int]]] = {}
