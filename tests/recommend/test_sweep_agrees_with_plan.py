@@ -393,8 +393,8 @@ def _assert_row_is_plans_choice(row: dict, model, gpu) -> None:  # type: ignore[
 
 
 def test_a_mixture_of_experts_row_runs_the_micro_batch_plan_chooses() -> None:
-    """Qwen3-30B-A3B on 8 H100: ``plan`` chooses EP 8, ZeRO-1, micro-batch 4 with full recompute at 59,937 tok/s
-    (stop 61's refit cd9b23fe; 59,499 at stop 60's refit 96bb4014, 59,511 at stop 56's, 59,513 at stop 54's, 59,578 at stop 53's, 61,705 at stop 52's), while the sweep, fixed at micro-batch 1, rated its best row (EP 8, least recompute that fits) at 36,635 - recommend
+    """Qwen3-30B-A3B on 8 H100: ``plan`` chooses EP 8, ZeRO-1, micro-batch 4 with full recompute at 60,205 tok/s
+    (stop 62's refit; 59,937 at stop 61's refit cd9b23fe, 59,499 at stop 60's refit 96bb4014, 59,511 at stop 56's, 59,513 at stop 54's, 59,578 at stop 53's, 61,705 at stop 52's), while the sweep, fixed at micro-batch 1, rated its best row (EP 8, least recompute that fits) at 36,635 - recommend
     40% below plan. A row now runs the fastest micro-batch that fits, as the chooser does: the row at plan's layout is
     plan's, figure for figure. Since stop 61's merges the sweep's best row is the ZeRO-2 twin of that layout, 59,938
     tok/s (0.002% faster: less of the gradient sync exposed), which the chooser never meets ahead of its ZeRO-1
@@ -408,7 +408,7 @@ def test_a_mixture_of_experts_row_runs_the_micro_batch_plan_chooses() -> None:
     at_plan = next(r for r in rows if (r["tp"], r["pp"], r["dp"], r["ep"], r["zero"], r["cp"]) == (
         p.layout.tp, p.layout.pp, p.layout.dp, p.layout.ep, p.layout.zero, p.layout.cp))
     assert (at_plan["concurrency"], RECOMPUTES[at_plan["recompute"]]) == (4, "full")
-    assert round(at_plan["train_tokens_per_s"]) == round(plan_performance(p)["train_tokens_per_s"]) == 59_937  # plan's figure after stop 61's refit cd9b23fe (59,499 at stop 60's refit 96bb4014, 59,511 at stop 56's, 59,513 at stop 54's, 59,578 at stop 53's, 61,705 at stop 52's, 60,756 at stop 51's)
+    assert round(at_plan["train_tokens_per_s"]) == round(plan_performance(p)["train_tokens_per_s"]) == 60_205  # plan's figure after stop 62's refit (59,937 at stop 61's refit cd9b23fe, 59,499 at stop 60's refit 96bb4014, 59,511 at stop 56's, 59,513 at stop 54's, 59,578 at stop 53's, 61,705 at stop 52's, 60,756 at stop 51's)
     assert (best["ep"], best["concurrency"], RECOMPUTES[best["recompute"]]) == (8, 4, "full")
     margin = calibration().training_layout_margin
     assert at_plan["train_tokens_per_s"] <= best["train_tokens_per_s"] <= at_plan["train_tokens_per_s"] * (1 + margin)
@@ -417,8 +417,8 @@ def test_a_mixture_of_experts_row_runs_the_micro_batch_plan_chooses() -> None:
 
 
 def test_a_dense_row_on_64_gpus_runs_micro_batch_two_as_plan_does() -> None:
-    """Llama 3.1 8B on 64 H100 (8 servers): ``plan`` chooses DP 64 ZeRO-1 at micro-batch 2, 761,167 tok/s (stop 61's refit
-    cd9b23fe; 761,707 at stop 60's refit 96bb4014, 761,684 at stop 55's, 761,646 at stop 52's calibration); the sweep rated the same layout at micro-batch 1,
+    """Llama 3.1 8B on 64 H100 (8 servers): ``plan`` chooses DP 64 ZeRO-1 at micro-batch 2, 761,165 tok/s (stop 62's refit;
+    761,167 at stop 61's refit cd9b23fe; 761,707 at stop 60's refit 96bb4014, 761,684 at stop 55's, 761,646 at stop 52's calibration); the sweep rated the same layout at micro-batch 1,
     760,531 then (1% below). The row now runs micro-batch 2."""
     model, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
     rows = _h100_rows("llama-3.1-8b", 8)
@@ -426,7 +426,7 @@ def test_a_dense_row_on_64_gpus_runs_micro_batch_two_as_plan_does() -> None:
     p = plan(model, Workload(task="train"), gpu=gpu, layout=Layout(gpus=64))
     assert (p.layout.dp, p.layout.zero, p.workload.micro_batch) == (64, 1, 2)
     assert (best["dp"], best["zero"], best["concurrency"]) == (64, 1, 2)
-    assert round(best["train_tokens_per_s"]) == round(plan_performance(p)["train_tokens_per_s"]) == 761_167  # plan's figure after stop 61's refit cd9b23fe (761,707 at stop 60's refit 96bb4014, 761,714 at stop 56's, 761,684 at stop 55's, 761,646 at stop 54's, 761,512 at stop 52's)
+    assert round(best["train_tokens_per_s"]) == round(plan_performance(p)["train_tokens_per_s"]) == 761_165  # plan's figure after stop 62's refit (761,167 at stop 61's cd9b23fe, 761,707 at stop 60's refit 96bb4014, 761,714 at stop 56's, 761,684 at stop 55's, 761,646 at stop 54's, 761,512 at stop 52's)
     _assert_row_is_plans_choice(best, model, gpu)
 
 
