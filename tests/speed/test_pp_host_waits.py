@@ -49,7 +49,8 @@ def test_a_trtllm_cycle_is_the_gpus_work_plus_one_host_pass() -> None:
 
 @pytest.mark.parametrize(("row", "measured"), [
     ("P70-RTXTP1PP4-128/128", 9641),  # +28.1% with the host overlapped
-    ("PQ235-RTXTP2PP4-128/2048", 12494),  # +41.6%
+    # PQ235-RTXTP2PP4-128/2048 (12,494 measured; +41.6% with the host overlapped) was in this list until stop 62's
+    # refit left it at +25.2% (calibrate's rows beyond 25%)
     ("PQ235-RTXTP2PP4-500/2000", 11157),  # +34.2% (a fit row)
     ("PQ235-RTXTP2PP4-1000/1000", 10697),  # +33.6%
 ])
