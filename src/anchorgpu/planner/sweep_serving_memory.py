@@ -25,7 +25,7 @@ from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
 from anchorgpu.planner.serving_engine import engine_rope_table_bytes
 from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
 from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
-from anchorgpu.planner.speed.lookup_tables import lookup_table_edge_bytes
+from anchorgpu.planner.speed.lookup_tables import named_lookup_edges
 from anchorgpu.planner.sweep_sglang import settings_by_layout
 from anchorgpu.planner.terms import context_bytes
 from anchorgpu.planner.weight_parts import ModelParts, model_weight_parts
@@ -85,7 +85,7 @@ def streamed_weights(model: ModelSpec, lay: Layouts, weights: tuple[str, ...], w
     less the tables the step only gathers rows from (an untied token embedding), as the scalar setup takes them off
     (:func:`~anchorgpu.planner.speed.lookup_tables.lookup_table_bytes_per_gpu`, the same operations);
     ``weights_wl`` itself where the model has none."""
-    edges = np.array([lookup_table_edge_bytes(model, format_for_model(model, name)) for name in weights])
+    edges = np.array([named_lookup_edges(model, name) for name in weights])
     if not edges.any():
         return weights_wl
     return weights_wl - per_format(np.where((lay.pp > 1)[:, None], edges[:, 1], edges[:, 0]) / lay.tp[:, None])

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner._frozen import memo_on_frozen
-from anchorgpu.planner.formats import WeightFormat
+from anchorgpu.planner.formats import WeightFormat, format_for_model
 from anchorgpu.planner.weight_parts import model_weight_parts
 
-__all__ = ["lookup_table_bytes", "lookup_table_bytes_per_gpu", "lookup_table_edge_bytes"]
+__all__ = ["lookup_table_bytes", "lookup_table_bytes_per_gpu", "lookup_table_edge_bytes", "named_lookup_edges"]
 
 
 def lookup_table_bytes(model: ModelSpec, fmt: WeightFormat) -> float:
@@ -80,3 +80,10 @@ def lookup_table_bytes_per_gpu(model: ModelSpec, fmt: WeightFormat, *, tp: int, 
     [1050673152.0, 525336576.0, 0.0]
     """
     return lookup_table_edge_bytes(model, fmt)[1 if pp > 1 else 0] / tp
+
+
+@memo_on_frozen
+def named_lookup_edges(model: ModelSpec, weights: str) -> tuple[float, float]:
+    """:func:`lookup_table_edge_bytes` of ``model`` in the weight format named ``weights``, memoised on the model and
+    the name: every plan (``serving_setup``) and sweep of that model in that format asks the same."""
+    return lookup_table_edge_bytes(model, format_for_model(model, weights))

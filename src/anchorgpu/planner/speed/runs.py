@@ -286,10 +286,9 @@ def _serve(run: Run, cal: Calibration) -> float:
     if run.metric == "max_output_tokens_per_s":
         # trtllm-bench's makespan (bench_makespan.times_row: a row restated from attention DP as TP keeps its
         # steady state: its ranks' own schedules, each rank's batch and token budget, are not what it is timed as)
-        from anchorgpu.planner.speed import bench_makespan
+        from anchorgpu.planner.speed.bench_makespan import staged_bench_output_tokens_per_s, times_row
 
-        if bench_makespan.times_row(r):
-            from anchorgpu.planner.speed.bench_makespan import staged_bench_output_tokens_per_s
+        if times_row(r):
             from anchorgpu.planner.speed.serving_plan import serving_saturation
 
             setup, _, sat = serving_saturation(p, r["prompt_tokens"], r["output_tokens"], cal, _reservation(r),

@@ -27,7 +27,7 @@ from anchorgpu.planner.speed.links import (
     compute_precision_for_weights,
     weights_precision_on,
 )
-from anchorgpu.planner.speed.lookup_tables import lookup_table_edge_bytes
+from anchorgpu.planner.speed.lookup_tables import named_lookup_edges
 from anchorgpu.planner.speed.moe_backend import (
     trtllm_moe_backend,
     vllm_moe_backend,
@@ -69,13 +69,6 @@ def _product_shares(model: ModelSpec, weights: str) -> tuple[float, float, float
     name), memoised on the (frozen) model and the name: every plan of that model in that format asks the same."""
     fmt = format_for_model(model, weights)
     return (*quantized_product_shares(model, fmt), head_quantized_share(model, fmt))
-
-
-@memo_on_frozen
-def _lookup_edges(model: ModelSpec, weights: str) -> tuple[float, float]:
-    """:func:`~anchorgpu.planner.speed.lookup_tables.lookup_table_edge_bytes` of ``model`` in the weight format planned
-    (its name), memoised on the model and the name, as :func:`_product_shares` is (every plan asks the same)."""
-    return lookup_table_edge_bytes(model, format_for_model(model, weights))
 
 
 SetupTerms = tuple[str, bool, float, float, float, float]
@@ -153,7 +146,7 @@ def serving_setup(plan: Plan, prompt_tokens: int, output_tokens: int, limits: tu
          if w.attention_dp_kv else 0.0), plan.precision.kv_cache == "fp8", moe_backend,
         w.attention_dp_balance and engine == "trtllm",
         # the untied token embedding the GPU holds and the step only gathers rows from (speed.lookup_tables)
-        _lookup_edges(model, weights or "bf16")[1 if lay.pp > 1 else 0] / lay.tp,  # lookup_table_bytes_per_gpu's
+        named_lookup_edges(model, weights or "bf16")[1 if lay.pp > 1 else 0] / lay.tp,  # lookup_table_bytes_per_gpu's
         weights_format=weights or "bf16")
 
 
