@@ -76,6 +76,17 @@ def test_attention_dp_rows_keep_the_steady_state(run_id: str) -> None:
     assert predict(RUNS[run_id]) == pytest.approx(_steady(run_id), rel=1e-9)
 
 
+@pytest.mark.parametrize("run_id", ["PL4S-GB200-128/128", "PL4S-B200-1000/2000"])
+def test_attention_dp_over_one_gpu_is_timed_over_the_makespan(run_id: str) -> None:
+    # Llama 4 Scout on one B200 / GB200 (perf-overview.md @00f3768): attention DP over one rank restates nothing,
+    # so its scheduler is the engine's and the row is timed like any other (stop63_trtmoe63.md)
+    r = RUNS[run_id].row
+    assert r["attention_dp_weights"] and r["tp"] == 1 and times_row(r)
+    timed, steady, measured = predict(RUNS[run_id]), _steady(run_id), RUNS[run_id].value
+    assert timed != pytest.approx(steady, rel=1e-3)
+    assert abs(timed / measured - 1) < abs(steady / measured - 1)
+
+
 def test_a_one_stage_moe_row_admits_its_prompts_in_groups_and_is_timed_so() -> None:
     """perf-overview.md @00f3768, Qwen3-30B-A3B NVFP4 on one GB200, 128/2048: 31,311 output tok/s measured, 3,000
     requests. At the steady state a 128-token prompt rides in 87.5% of the steps, each paying the host's pass in

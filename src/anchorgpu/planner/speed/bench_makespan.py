@@ -10,7 +10,7 @@ evenly. Pipeline stages multiply the batch (``max_batch_size`` is per micro-batc
 holds its layers only), so the page's PP 4 and PP 8 runs hold 1.1-1.9 batches of requests (Llama 3.3 70B TP 1 PP 8
 1000/2000: 1,332 running of 1,500); on one stage the small-MoE Blackwell runs hold 1-2.5 (Qwen3-30B-A3B GB200
 128/2048: 1,496 of 3,000), and a prompt rides in 7% of the run's steps where a steady state puts one in 87.5%. Every
-row that states ``bench_requests`` and is not restated from attention DP (:func:`times_row`) is timed here, step by
+row that states ``bench_requests`` and is not restated from attention DP as TP (:func:`times_row`) is timed here, step by
 step (a cycle of ``pp`` micro-batches over stages), at every ``pp``: the same measurement modelled the same way. The
 planner's own serving figures stay steady states (a server under a steady load).
 Findings: benchmarks/hardening/stop62_rtxpp.md, stop62_makespan62.md.
@@ -36,17 +36,25 @@ make a refit slow (stop 61's ``STEP_GROUPS``, which moved no perf-overview row b
 
 def times_row(r: dict[str, object]) -> bool:
     """Whether a measured row is timed over its trtllm-bench makespan: it states ``bench_requests`` (the page's
-    ``$num_requests``) and is not restated from attention DP as TP (``attention_dp_weights``), at any ``pp``.
+    ``$num_requests``) and is not restated from attention DP as TP (``attention_dp_weights`` over more than one
+    GPU), at any ``pp``.
 
     An attention-DP row keeps its steady state: its ranks each run their own scheduler (their own ``max_batch_size``
     and ``max_num_tokens``, ``tp x max_batch_size`` admitted to the group), which is not the schedule of the TP
     group it is timed as, and its step at a part batch is the TP restatement's, which stop 61 (``stop61_makespan.md``
     section 3) and stop 62 (``stop62_rtxpp.md`` section 4, ``stop62_makespan62.md``) found too slow there.
+    At ``tp`` 1 nothing is restated: attention DP's group is one rank (``Mapping``: the attention-DP size is
+    ``tp_size``), whose own scheduler, batch cap and token budget are the engine's, so it is timed like any other
+    row (Llama 4 Scout on one B200 / GB200; stop 63, ``stop63_trtmoe63.md``).
 
     >>> times_row({"bench_requests": 3000, "pp": 1}), times_row({"bench_requests": 3000, "attention_dp_weights": True})
     (True, False)
+    >>> times_row({"bench_requests": 3000, "attention_dp_weights": True, "tp": 1})
+    True
     """
-    return "bench_requests" in r and not r.get("attention_dp_weights")
+    if "bench_requests" not in r:
+        return False
+    return not r.get("attention_dp_weights") or r.get("tp") == 1
 
 
 def bench_schedule(requests: int, prompt_tokens: int, output_tokens: int, batch: int,
