@@ -19,17 +19,15 @@ Findings: benchmarks/hardening/stop62_rtxpp.md, stop62_makespan62.md.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 from functools import lru_cache
-from typing import Any
 
 from anchorgpu.planner.speed.batching import _attention_flops, _steady, serving_estimate
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.serving import _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair
 
-__all__ = ["attention_dp_group_plan", "bench_cycle_groups", "bench_schedule", "bench_steady_output_tokens_per_s",
-           "staged_bench_output_tokens_per_s", "times_row"]
+__all__ = ["bench_cycle_groups", "bench_schedule", "bench_steady_output_tokens_per_s", "staged_bench_output_tokens_per_s",
+           "times_row"]
 
 CYCLE_GROUPS = 24
 """Cycles of one kind (with prompts admitted, without) are timed in up to this many groups of equal cycle counts, each
@@ -146,28 +144,15 @@ def staged_bench_output_tokens_per_s(plan: object, setup: ServingSetup, saturati
 
 
 def bench_steady_output_tokens_per_s(plan: object, setup: ServingSetup, saturation: int, cal: Calibration, *,
-                                     requests: int, prompt_tokens: int, output_tokens: int) -> float:
+                                     requests: int, prompt_tokens: int, output_tokens: int) -> float | None:
     """The steady state a row that keeps it (restated from attention DP as TP, :func:`times_row`) is timed at when
     the engine's saturation exceeds the run's ``requests``: trtllm-bench queues ``$num_requests`` and no more, so at
     most that many run at once, whatever the batch cap and the KV cache allow (the makespan's schedule is bounded
-    the same way); within the requests it is the plan's own steady state at ``saturation``.
+    the same way). None where the saturation is within the requests: the plan's own steady state stands.
     Findings: benchmarks/hardening/stop63_trtmoe63.md."""
+    if saturation <= requests:
+        return None
     model, gpu = plan.model, plan.gpu  # type: ignore[attr-defined]
     concurrency = plan.workload.concurrency or 1  # type: ignore[attr-defined]
-    est = serving_estimate(model, gpu, setup, prompt_tokens, output_tokens, concurrency,
-                           max(1, min(saturation, requests)), cal)
+    est = serving_estimate(model, gpu, setup, prompt_tokens, output_tokens, concurrency, max(1, requests), cal)
     return est.max_output_tokens_per_s
-
-
-def attention_dp_group_plan(plan: Any) -> Any:
-    """``plan`` with the limits its attention-DP group admits: ``tp x`` each rank's ``max_batch_size`` and
-    ``max_num_tokens`` (TensorRT-LLM ``_torch/pyexecutor/py_executor.py`` ``_fetch_new_requests``:
-    ``total_max_num_active_requests = self.dist.tp_size * self.max_num_active_requests`` under
-    ``enable_attention_dp``; each rank runs its own scheduler with the engine's limits; trtllm-bench sizes them for
-    the ``--tp`` engine, ``tuning.py``, knowing nothing of attention DP). Only the timed saturation reads them: the
-    plan's memory (the KV cache, one rank's transients) is the rank's, as planned."""
-    w, tp = plan.workload, plan.layout.tp
-    if tp <= 1 or not (w.max_num_seqs and w.max_num_batched_tokens):
-        return plan
-    return replace(plan, workload=replace(w, max_num_seqs=w.max_num_seqs * tp,
-                                          max_num_batched_tokens=w.max_num_batched_tokens * tp))

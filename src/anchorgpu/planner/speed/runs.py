@@ -292,9 +292,7 @@ def _serve(run: Run, cal: Calibration) -> float:
         if "bench_requests" in r:
             from anchorgpu.planner.speed.serving_plan import serving_saturation
 
-            # an attention-DP group admits tp x a rank's limits (bench_makespan.attention_dp_group_plan)
-            timing = p if bench.times_row(r) else bench.attention_dp_group_plan(p)
-            setup, _, sat = serving_saturation(timing, r["prompt_tokens"], r["output_tokens"], cal, _reservation(r),
+            setup, _, sat = serving_saturation(p, r["prompt_tokens"], r["output_tokens"], cal, _reservation(r),
                                                _graph_sizes(r, p), overlap, None, dequant, engine)
             timed = bench.staged_bench_output_tokens_per_s if bench.times_row(r) else bench.bench_steady_output_tokens_per_s
             rate = timed(p, setup, sat, cal, requests=int(r["bench_requests"]), prompt_tokens=r["prompt_tokens"],
