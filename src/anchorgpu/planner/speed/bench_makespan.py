@@ -21,13 +21,12 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 
-from anchorgpu.planner.speed.batching import _attention_flops, _steady, serving_estimate
+from anchorgpu.planner.speed.batching import _attention_flops, _steady
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.serving import _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair
 
-__all__ = ["bench_cycle_groups", "bench_schedule", "bench_steady_output_tokens_per_s", "staged_bench_output_tokens_per_s",
-           "times_row"]
+__all__ = ["bench_cycle_groups", "bench_schedule", "staged_bench_output_tokens_per_s", "times_row"]
 
 CYCLE_GROUPS = 24
 """Cycles of one kind (with prompts admitted, without) are timed in up to this many groups of equal cycle counts, each
@@ -141,18 +140,3 @@ def staged_bench_output_tokens_per_s(plan: object, setup: ServingSetup, saturati
             padded = next((s for s in sizes if s >= decoding), 0) if sizes else 0
             total_s += n * _step(setup, c, decoding, 0.0, attn[0], 0.0, padded_batch=padded, head_skip=0.0)[0]
     return requests * output_tokens / total_s
-
-
-def bench_steady_output_tokens_per_s(plan: object, setup: ServingSetup, saturation: int, cal: Calibration, *,
-                                     requests: int, prompt_tokens: int, output_tokens: int) -> float | None:
-    """The steady state a row that keeps it (restated from attention DP as TP, :func:`times_row`) is timed at when
-    the engine's saturation exceeds the run's ``requests``: trtllm-bench queues ``$num_requests`` and no more, so at
-    most that many run at once, whatever the batch cap and the KV cache allow (the makespan's schedule is bounded
-    the same way). None where the saturation is within the requests: the plan's own steady state stands.
-    Findings: benchmarks/hardening/stop63_trtmoe63.md."""
-    if saturation <= requests:
-        return None
-    model, gpu = plan.model, plan.gpu  # type: ignore[attr-defined]
-    concurrency = plan.workload.concurrency or 1  # type: ignore[attr-defined]
-    est = serving_estimate(model, gpu, setup, prompt_tokens, output_tokens, concurrency, max(1, requests), cal)
-    return est.max_output_tokens_per_s
