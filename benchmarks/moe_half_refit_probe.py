@@ -1,0 +1,82 @@
+"""Stop 63 probe (dev tooling): refit ``moe_expert_half_tokens`` alone on the MoE serving fit rows
+(``fitting._group_rows(runs, "serve-moe", "cuda")``, the group ``calibrate --write`` fits it on, same log-squared
+loss), then count every row within 25% against a saved ``calibrate`` output. For a change that moves only MoE
+serving rows this is ``--write``'s answer without the other groups' passes (checked on stop 63's request bound:
+81.10 and the same five rows crossing as the full refit). ``--group-cap`` first applies
+``adp_group_cap_probe.py``'s attention-DP group limits.
+
+    PYTHONPATH=src python benchmarks/moe_half_refit_probe.py [--group-cap] [--base /work/notes/cal_base.txt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.constants import Calibration
+from anchorgpu.planner.speed.fitting import _group_rows
+from anchorgpu.planner.speed.runs import load_runs, predict
+
+ROW = re.compile(r"(\S+)\s+(fit|holdout)\s+\S+\s+\S+\s+\S+\s+\S+\s+([+-][\d.]+)%")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--group-cap", action="store_true")
+    parser.add_argument("--base", default="/work/notes/cal_base.txt")
+    args = parser.parse_args()
+    if args.group_cap:
+        spec = importlib.util.spec_from_file_location("probe", Path(__file__).with_name("adp_group_cap_probe.py"))
+        assert spec is not None and spec.loader is not None
+        probe = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(probe)
+        probe._patch_group_cap()
+    runs, cal0 = load_runs(), calibration()
+    rows = _group_rows(runs, "serve-moe", "cuda")
+
+    def with_half(h: float) -> Calibration:
+        k = cal0.stacks["cuda"]
+        return replace(cal0, stacks={**cal0.stacks, "cuda": replace(k, moe_expert_half_tokens=h)})
+
+    def loss(h: float) -> float:
+        c = with_half(h)
+        return sum(math.log(predict(r, c) / r.value) ** 2 for r in rows)
+
+    lo, hi, g = math.log(20.0), math.log(400.0), (math.sqrt(5) - 1) / 2  # golden section on log(half)
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = loss(math.exp(a)), loss(math.exp(b))
+    for _ in range(22):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = loss(math.exp(a))
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = loss(math.exp(b))
+    h, shipped = math.exp((lo + hi) / 2), cal0.stacks["cuda"].moe_expert_half_tokens
+    print(f"{len(rows)} MoE serving fit rows; shipped {shipped:.2f} loss {loss(shipped):.4f}; refit {h:.2f} "
+          f"loss {loss(h):.4f}")
+    base = {}
+    with open(args.base) as f:
+        for line in f:
+            m = ROW.match(line)
+            if m:
+                base[m.group(1)] = float(m.group(3))
+    cal, counts = with_half(h), {"fit": [0, 0], "holdout": [0, 0]}
+    for run in runs:
+        err, before = (predict(run, cal) / run.value - 1) * 100, base[run.id]
+        counts[run.role][0] += abs(before) <= 25
+        counts[run.role][1] += abs(err) <= 25
+        if (abs(before) <= 25) != (abs(err) <= 25):
+            print(f"{run.id:28s} {run.role:8s} {before:+6.1f} -> {err:+6.1f}")
+    print("within 25%, base -> refit:", counts)
+
+
+if __name__ == "__main__":
+    main()
