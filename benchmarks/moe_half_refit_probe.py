@@ -2,20 +2,18 @@
 (``fitting._group_rows(runs, "serve-moe", "cuda")``, the group ``calibrate --write`` fits it on, same log-squared
 loss), then count every row within 25% against a saved ``calibrate`` output. For a change that moves only MoE
 serving rows this is ``--write``'s answer without the other groups' passes (checked on stop 63's request bound:
-81.10 and the same five rows crossing as the full refit). ``--group-cap`` first applies
-``adp_group_cap_probe.py``'s attention-DP group limits.
+81.10 and the same five rows crossing as the full refit; on main it returns main's 93.69). To judge
+``adp_request_bound_group_limits.patch``: ``git apply`` it, then run this.
 
-    PYTHONPATH=src python benchmarks/moe_half_refit_probe.py [--group-cap] [--base /work/notes/cal_base.txt]
+    PYTHONPATH=src python benchmarks/moe_half_refit_probe.py [--base /work/notes/cal_base.txt]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import re
 from dataclasses import replace
-from pathlib import Path
 
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
@@ -27,15 +25,8 @@ ROW = re.compile(r"(\S+)\s+(fit|holdout)\s+\S+\s+\S+\s+\S+\s+\S+\s+([+-][\d.]+)%
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--group-cap", action="store_true")
     parser.add_argument("--base", default="/work/notes/cal_base.txt")
     args = parser.parse_args()
-    if args.group_cap:
-        spec = importlib.util.spec_from_file_location("probe", Path(__file__).with_name("adp_group_cap_probe.py"))
-        assert spec is not None and spec.loader is not None
-        probe = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(probe)
-        probe._patch_group_cap()
     runs, cal0 = load_runs(), calibration()
     rows = _group_rows(runs, "serve-moe", "cuda")
 
