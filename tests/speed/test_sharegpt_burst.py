@@ -129,9 +129,12 @@ def test_the_drawn_lengths_bring_the_row_within_25_percent_and_the_mean_does_not
     assert abs(_error(run, predict(at_mean))) > 0.25
 
 
-def test_every_sharegpt_row_is_nearer_with_the_drawn_lengths_but_one_h100_row() -> None:
-    """Ten of 11 come within 25%; GLM-4.5-Air on four H100s stays out (+45%; its page's TTFTs show vLLM 0.11's chat
-    front end holding the burst ~13 s, benchmarks/gpustack_frontend_delay.py, not timed on the ShareGPT rows)."""
+def test_every_sharegpt_row_is_within_25_percent_with_the_drawn_lengths_and_its_start() -> None:
+    """All 11 come within 25%. GLM-4.5-Air on four H100s does so only with its page's start delay (+45% without it:
+    vLLM 0.11's chat front end held that burst 12.7 s, read from the block's own TTFTs; stop63_gpustack63.md and
+    tests/speed/test_front_end.py)."""
     errors = {key: _error(run, predict(run)) for key, run in SHAREGPT.items()}
-    assert {key for key, e in errors.items() if abs(e) > 0.25} == {"VGM-GLMA-H100-SG"}
-    assert 0.25 < errors["VGM-GLMA-H100-SG"] < 0.6
+    assert {key for key, e in errors.items() if abs(e) > 0.25} == set()
+    glm = SHAREGPT["VGM-GLMA-H100-SG"]
+    no_start = replace(glm, row={k: v for k, v in glm.row.items() if k != "front_end"})
+    assert 0.25 < _error(glm, predict(no_start)) < 0.6

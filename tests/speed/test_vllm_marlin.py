@@ -6,7 +6,9 @@ below SM 9.0, or where ``triton_kernels`` is absent); PR #27370 ("users have to 
 gpustack/runner ``pack/cuda/Dockerfile`` @ 01961f47 (``vllm==0.11.0`` from PyPI, no triton_kernels); AIConfigurator
 0.12.0's ``h100_sxm/moe/vllm/0.24.0/moe_perf.parquet`` (kernel
 ``vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts_situ_as_silu``, w4a16_mxfp4, 3,584 x 3,072, MoE TP 1,
-power_law_1.01): 228.7 TFLOPS with many rows an expert (0.231 of 989), half that at 22 rows.
+power_law_1.01): 228.7 TFLOPS with many rows an expert (0.231 of 989), half that at 22 rows; on the A100 its
+``a100_sxm/moe/sglang/0.5.10/moe_perf.parquet`` (``sglang_marlin_moe``, int4_wo, the same moe_wna16_marlin_gemm
+kernel; pooled shapes, power_law_1.01): 133.7 TFLOPS (0.429 of 312), half that at 24.5 rows.
 """
 
 from __future__ import annotations
@@ -41,15 +43,19 @@ def test_marlin_is_what_a_vllm_plan_states_for_mxfp4_experts_only() -> None:
         vllm_moe_backend(OSS, "mxfp4", "CUTLASS")
 
 
-def test_the_measured_marlin_rate_and_falloff_on_hopper_only() -> None:
+def test_the_measured_marlin_rate_and_falloff_on_hopper_and_the_a100() -> None:
     cal = calibration()
-    h100, a100 = get_gpu("h100-sxm"), get_gpu("a100-80gb-sxm")
+    h100, a100, l40s = get_gpu("h100-sxm"), get_gpu("a100-80gb-sxm"), get_gpu("l40s")
     # AIConfigurator's H100 table: 228.7 TFLOPS with many rows an expert, stated as 0.231 of the 989 BF16 TFLOPS
     assert marlin_expert_rate(VLLM_MARLIN, h100, 989e12, cal) == pytest.approx(228.7e12, rel=0.01)
     assert expert_half_tokens(VLLM_MARLIN, h100, 140.0, cal) == pytest.approx(22.0)
-    # no Ampere table read: the planner's own rates and fitted falloff
-    assert marlin_expert_rate(VLLM_MARLIN, a100, 312e12, cal) == 0.0
-    assert expert_half_tokens(VLLM_MARLIN, a100, 140.0, cal) == 140.0
+    # its A100 table of the same kernel (SGLang 0.5.10's Marlin MoE, int4 weight-only; stop 63): 133.7 TFLOPS, 0.429
+    # of 312, half that at 24.5 rows (benchmarks/marlin_a100_moe_fit.py)
+    assert marlin_expert_rate(VLLM_MARLIN, a100, 312e12, cal) == pytest.approx(133.7e12, rel=0.01)
+    assert expert_half_tokens(VLLM_MARLIN, a100, 140.0, cal) == pytest.approx(24.5)
+    # no table read for SM 8.9: the planner's own rates and fitted falloff
+    assert marlin_expert_rate(VLLM_MARLIN, l40s, 362e12, cal) == 0.0
+    assert expert_half_tokens(VLLM_MARLIN, l40s, 140.0, cal) == 140.0
     assert marlin_expert_rate("", h100, 989e12, cal) == 0.0
 
 
@@ -71,7 +77,7 @@ def test_a_full_prompt_step_on_h100_takes_the_experts_at_marlins_rate() -> None:
                                  cached_tokens=2050).step_s)
     triton, marlin = steps
     assert marlin > 1.6 * triton  # the experts are most of the products; Marlin runs them at ~0.3x the planner's rate
-    # on the A100 nothing changes (no Marlin table for Ampere)
+    # on the A100 vLLM picks Marlin by itself (MXFP4 below SM 9.0), so stating it changes nothing
     a100 = get_gpu("a100-80gb-sxm")
     a = [decode_step(OSS, a100, serving_setup(_plan("a100-80gb-sxm", b), prompt_tokens=2000, output_tokens=100),
                      batch=16, prefill_tokens=2032, prompt_tokens=2000, cached_tokens=2050).step_s

@@ -17,36 +17,58 @@ The reading (stop60_vgm2.md, benchmarks/gpustack_frontend_delay.py): in a burst 
 at the pace the engine works through the queue. If the engine starts ``t0`` after the burst was sent and then takes
 ``T``, first tokens spread evenly over it: mean TTFT = ``t0 + T/2`` and the duration ``t0 + T``, so
 ``t0 = 2 x mean TTFT - duration``. The P99 TTFT, ``t0 + 0.99 T``, checks it from a third figure of the page
-(:func:`p99_check_s`)."""
+(:func:`p99_check_s`).
+
+A ShareGPT burst of 1,000 requests whose engine holds them all at once (vLLM's ``max_num_seqs`` 1,024 on an H100)
+admits every prompt in one wave, so its first tokens spread over the prefill alone, ``Tp``, after the same start:
+mean TTFT = ``t0 + Tp/2`` and P99 = ``t0 + 0.99 Tp``, so ``Tp = (P99 - mean) / 0.49`` and ``t0 = mean - Tp/2``
+(``reading: "one_wave"``; benchmarks/gpustack_frontend_delay.py; the median TTFT, ``t0 + Tp/2`` as well, checks it).
+A ShareGPT burst run in waves of 256 (vLLM on an A100) gives no such spread; its row carries the figures of the same
+page's 128-token burst (same engine, model, chat template, host and 1,000 requests), read as above."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["front_end_delay_s", "p99_check_s"]
+__all__ = ["front_end_delay_s", "one_wave_prefill_s", "p99_check_s"]
 
 
 def front_end_delay_s(row: dict[str, Any]) -> float:
     """Seconds the burst waited before the engine started on it, from the row's ``front_end`` figures (the page's
-    'Benchmark duration (s)' and 'Mean TTFT (ms)', in seconds): ``2 x mean TTFT - duration``; 0.0 for a row without
-    them. A negative reading would say the premise (first tokens spread evenly after one start) does not hold.
+    'Benchmark duration (s)', 'Mean TTFT (ms)' and, for a one-wave reading, 'P99 TTFT (ms)', in seconds):
+    ``2 x mean TTFT - duration``, or ``mean - Tp/2`` for ``reading: "one_wave"``; 0.0 for a row without them. A
+    negative reading would say the premise (first tokens spread evenly after one start) does not hold.
 
     >>> front_end_delay_s({"front_end": {"benchmark_duration_s": 26.79, "mean_ttft_s": 19.45146}})  # VGA-Q14-128
     12.11292
+    >>> front_end_delay_s({"front_end": {"reading": "one_wave", "benchmark_duration_s": 52.39,  # VGM-GLMA-H100-SG
+    ...                                  "mean_ttft_s": 16.38388, "p99_ttft_s": 19.97518}})
+    12.719288
     """
     fe = row.get("front_end")
     if not fe:
         return 0.0
-    t0 = 2.0 * float(fe["mean_ttft_s"]) - float(fe["benchmark_duration_s"])
+    if fe.get("reading") == "one_wave":  # every prompt admitted at once: first tokens over the prefill alone
+        t0 = float(fe["mean_ttft_s"]) - one_wave_prefill_s(row) / 2.0
+    else:
+        t0 = 2.0 * float(fe["mean_ttft_s"]) - float(fe["benchmark_duration_s"])
     if t0 < 0.0:
-        raise ValueError(f"front_end: 2 x mean TTFT {fe['mean_ttft_s']} s is under the duration "
+        raise ValueError(f"front_end: a start of {t0:.3f} s read from mean TTFT {fe['mean_ttft_s']} s and duration "
                          f"{fe['benchmark_duration_s']} s: first tokens were not spread evenly after one start")
     return round(t0, 6)
 
 
-def p99_check_s(row: dict[str, Any]) -> float:
-    """The P99 TTFT the reading implies, ``t0 + 0.99 T`` with ``T = duration - t0``, to set beside the page's own
-    ``p99_ttft_s``."""
+def one_wave_prefill_s(row: dict[str, Any]) -> float:
+    """The prefill ``Tp`` over which a one-wave burst's first tokens spread: ``(P99 TTFT - mean TTFT) / 0.49``."""
     fe = row["front_end"]
+    return (float(fe["p99_ttft_s"]) - float(fe["mean_ttft_s"])) / 0.49
+
+
+def p99_check_s(row: dict[str, Any]) -> float:
+    """The P99 TTFT the short-burst reading implies, ``t0 + 0.99 T`` with ``T = duration - t0``, to set beside the
+    page's own ``p99_ttft_s`` (a one-wave reading uses the P99 itself; its check is the median, ``t0 + Tp/2``)."""
+    fe = row["front_end"]
+    if fe.get("reading") == "one_wave":
+        raise ValueError("p99_check_s: a one-wave reading is made from the P99 TTFT; check its median instead")
     t0 = front_end_delay_s(row)
     return t0 + 0.99 * (float(fe["benchmark_duration_s"]) - t0)

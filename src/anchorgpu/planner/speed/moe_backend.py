@@ -151,7 +151,9 @@ def marlin_expert_rate(backend: str, gpu: GpuSpec | None, bf16_flops_per_s: floa
     >>> from anchorgpu.planner.speed.calibration import calibration
     >>> round(marlin_expert_rate("vllm-marlin", get_gpu("h100-sxm"), 989e12, calibration()) / 1e12)  # AIConfigurator
     228
-    >>> marlin_expert_rate("vllm-marlin", get_gpu("a100-80gb-sxm"), 312e12, calibration())  # no Ampere table read
+    >>> round(marlin_expert_rate("vllm-marlin", get_gpu("a100-80gb-sxm"), 312e12, calibration()) / 1e12)  # SGLang's
+    134
+    >>> marlin_expert_rate("vllm-marlin", get_gpu("l40s"), 362e12, calibration())  # no SM 8.9 table read
     0.0
     """
     if backend != VLLM_MARLIN or gpu is None or gpu.compute_capability is None:
@@ -168,8 +170,8 @@ def vllm_marlin_line(gpu: GpuSpec | None, fitted: float, cal: Calibration, state
     >>> from anchorgpu.planner.speed.calibration import calibration
     >>> print(vllm_marlin_line(get_gpu("h100-sxm"), 140.0, calibration(), "MARLIN"))  # doctest: +ELLIPSIS
     MoE kernel: vLLM runs the routed experts with its Marlin kernel ... reaches 23% of the BF16 peak ... at 22 rows
-    >>> print(vllm_marlin_line(get_gpu("a100"), 140.0, calibration(), None))  # doctest: +ELLIPSIS
-    MoE kernel: ... below compute capability 9.0 (get_mxfp4_backend; this GPU's is 8.0); no measured table ...
+    >>> print(vllm_marlin_line(get_gpu("l40s"), 140.0, calibration(), None))  # doctest: +ELLIPSIS
+    MoE kernel: ... below compute capability 9.0 (get_mxfp4_backend; this GPU's is 8.9); no measured table ...
     """
     cc = gpu.compute_capability if gpu is not None else None
     share = cal.vllm_marlin_moe_peak_share.get(cc or "", 0.0)
