@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import pytest
 
-from anchorgpu.planner.speed.bench_makespan import bench_cycle_groups, bench_schedule, times_row
+from anchorgpu.planner.speed.bench_makespan import (
+    attention_dp_group_plan,
+    bench_cycle_groups,
+    bench_schedule,
+    times_row,
+)
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.row_engines import trtllm_bench_engine
@@ -69,11 +74,41 @@ def test_pp8_rows_are_timed_over_the_makespan_below_their_steady_state(run_id: s
     assert abs(timed / measured - 1) < 0.25
 
 
-@pytest.mark.parametrize("run_id", ["PQ235-RTXTP2PP4-128/2048", "PQ235-B200-1000/2000"])
+@pytest.mark.parametrize("run_id", ["PL4S-H100-1000/2000"])
 def test_attention_dp_rows_keep_the_steady_state(run_id: str) -> None:
-    # attention DP restated as TP: its ranks' own schedules are not what the row is timed as
+    # attention DP restated as TP: its ranks' own schedules are not what the row is timed as (here the KV cache
+    # binds, not the group's limits)
     assert RUNS[run_id].row["attention_dp_weights"] and not times_row(RUNS[run_id].row)
     assert predict(RUNS[run_id]) == pytest.approx(_steady(run_id), rel=1e-9)
+
+
+def test_an_attention_dp_group_admits_tp_times_a_ranks_batch() -> None:
+    """perf-overview.md @00f3768, Llama 4 Maverick FP8 on 8 H200, 128/128: 63,994 output tok/s measured; trtllm-bench
+    caps the engine at 4,096 sequences, and under attention DP each of the 8 ranks takes that cap
+    (``_fetch_new_requests``: ``tp_size * max_num_active_requests``)."""
+    run = RUNS["PL4M-H200-128/128"]
+    r, p = run.row, _serve_plan(run.id)
+    group = attention_dp_group_plan(p)
+    assert (group.workload.max_num_seqs, group.workload.max_num_batched_tokens) == (8 * 4096, 8 * 8192)
+    assert group.breakdown == p.breakdown  # the memory is the rank's, as planned
+    _, _, sat = serving_saturation(group, 128, 128, calibration(), _reservation(r), _graph_sizes(r, p),
+                                   engine=engine_of(run))
+    assert sat > 4096
+    timed, steady = predict(run), _steady(run.id)
+    assert timed > 1.1 * steady and abs(timed / run.value - 1) < 0.25 < abs(steady / run.value - 1)
+
+
+def test_an_attention_dp_steady_state_runs_at_most_the_runs_requests() -> None:
+    """perf-overview.md @00f3768, Qwen3-235B-A22B NVFP4 on 8 B200, 1000/2000: 34,105 output tok/s measured, 1,500
+    requests queued; trtllm-bench's cap (2,560) and the KV cache would run more at once than the run ever has."""
+    run = RUNS["PQ235-B200-1000/2000"]
+    r, p = run.row, _serve_plan(run.id)
+    _, (_, cap), sat = serving_saturation(p, r["prompt_tokens"], r["output_tokens"], calibration(), _reservation(r),
+                                          _graph_sizes(r, p), engine=engine_of(run))
+    assert r["bench_requests"] == 1500 < sat <= cap and not times_row(r)
+    timed, steady = predict(run), _steady(run.id)
+    assert timed < 0.9 * steady  # the steady state at 1,500 sequences, not at 2,560
+    assert abs(timed / run.value - 1) < 0.25 < abs(steady / run.value - 1)
 
 
 @pytest.mark.parametrize("run_id", ["PL4S-GB200-128/128", "PL4S-B200-1000/2000"])

@@ -19,14 +19,17 @@ Findings: benchmarks/hardening/stop62_rtxpp.md, stop62_makespan62.md.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from functools import lru_cache
+from typing import Any
 
-from anchorgpu.planner.speed.batching import _attention_flops, _steady
+from anchorgpu.planner.speed.batching import _attention_flops, _steady, serving_estimate
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.serving import _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair
 
-__all__ = ["bench_cycle_groups", "bench_schedule", "staged_bench_output_tokens_per_s", "times_row"]
+__all__ = ["attention_dp_group_plan", "bench_cycle_groups", "bench_schedule", "bench_steady_output_tokens_per_s",
+           "staged_bench_output_tokens_per_s", "times_row"]
 
 CYCLE_GROUPS = 24
 """Cycles of one kind (with prompts admitted, without) are timed in up to this many groups of equal cycle counts, each
@@ -140,3 +143,31 @@ def staged_bench_output_tokens_per_s(plan: object, setup: ServingSetup, saturati
             padded = next((s for s in sizes if s >= decoding), 0) if sizes else 0
             total_s += n * _step(setup, c, decoding, 0.0, attn[0], 0.0, padded_batch=padded, head_skip=0.0)[0]
     return requests * output_tokens / total_s
+
+
+def bench_steady_output_tokens_per_s(plan: object, setup: ServingSetup, saturation: int, cal: Calibration, *,
+                                     requests: int, prompt_tokens: int, output_tokens: int) -> float:
+    """The steady state a row that keeps it (restated from attention DP as TP, :func:`times_row`) is timed at when
+    the engine's saturation exceeds the run's ``requests``: trtllm-bench queues ``$num_requests`` and no more, so at
+    most that many run at once, whatever the batch cap and the KV cache allow (the makespan's schedule is bounded
+    the same way); within the requests it is the plan's own steady state at ``saturation``.
+    Findings: benchmarks/hardening/stop63_trtmoe63.md."""
+    model, gpu = plan.model, plan.gpu  # type: ignore[attr-defined]
+    concurrency = plan.workload.concurrency or 1  # type: ignore[attr-defined]
+    est = serving_estimate(model, gpu, setup, prompt_tokens, output_tokens, concurrency,
+                           max(1, min(saturation, requests)), cal)
+    return est.max_output_tokens_per_s
+
+
+def attention_dp_group_plan(plan: Any) -> Any:
+    """``plan`` with the limits its attention-DP group admits: ``tp x`` each rank's ``max_batch_size`` and
+    ``max_num_tokens`` (TensorRT-LLM ``_torch/pyexecutor/py_executor.py`` ``_fetch_new_requests``:
+    ``total_max_num_active_requests = self.dist.tp_size * self.max_num_active_requests`` under
+    ``enable_attention_dp``; each rank runs its own scheduler with the engine's limits; trtllm-bench sizes them for
+    the ``--tp`` engine, ``tuning.py``, knowing nothing of attention DP). Only the timed saturation reads them: the
+    plan's memory (the KV cache, one rank's transients) is the rank's, as planned."""
+    w, tp = plan.workload, plan.layout.tp
+    if tp <= 1 or not (w.max_num_seqs and w.max_num_batched_tokens):
+        return plan
+    return replace(plan, workload=replace(w, max_num_seqs=w.max_num_seqs * tp,
+                                          max_num_batched_tokens=w.max_num_batched_tokens * tp))

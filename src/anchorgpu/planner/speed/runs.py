@@ -285,18 +285,22 @@ def _serve(run: Run, cal: Calibration) -> float:
     engine = engine_of(run)  # the engine whose kernels ran (its MoE cost), which the row's plan may not name
     if run.metric == "max_output_tokens_per_s":
         # trtllm-bench's makespan (bench_makespan.times_row: a row restated from attention DP as TP keeps its
-        # steady state: its ranks' own schedules, each rank's batch and token budget, are not what it is timed as)
-        from anchorgpu.planner.speed.bench_makespan import staged_bench_output_tokens_per_s, times_row
+        # steady state: its ranks' own schedules, each rank's batch and token budget, are not what it is timed as;
+        # that steady state runs at most the run's requests, bench_steady_output_tokens_per_s)
+        from anchorgpu.planner.speed import bench_makespan as bench
 
-        if times_row(r):
+        if "bench_requests" in r:
             from anchorgpu.planner.speed.serving_plan import serving_saturation
 
-            setup, _, sat = serving_saturation(p, r["prompt_tokens"], r["output_tokens"], cal, _reservation(r),
+            # an attention-DP group admits tp x a rank's limits (bench_makespan.attention_dp_group_plan)
+            timing = p if bench.times_row(r) else bench.attention_dp_group_plan(p)
+            setup, _, sat = serving_saturation(timing, r["prompt_tokens"], r["output_tokens"], cal, _reservation(r),
                                                _graph_sizes(r, p), overlap, None, dequant, engine)
-            if setup.replicas == 1:
-                return staged_bench_output_tokens_per_s(p, setup, sat, cal, requests=int(r["bench_requests"]),
-                                                        prompt_tokens=r["prompt_tokens"],
-                                                        output_tokens=r["output_tokens"])
+            timed = bench.staged_bench_output_tokens_per_s if bench.times_row(r) else bench.bench_steady_output_tokens_per_s
+            rate = timed(p, setup, sat, cal, requests=int(r["bench_requests"]), prompt_tokens=r["prompt_tokens"],
+                         output_tokens=r["output_tokens"]) if setup.replicas == 1 else None
+            if rate is not None:
+                return rate
         value = plan_performance(p, cal=cal, kv_reservation=_reservation(r),
                                  graph_batch_sizes=_graph_sizes(r, p),
                                  host_overlap=overlap, absorbed_dequant=dequant, engine=engine).get("max_output_tokens_per_s")
