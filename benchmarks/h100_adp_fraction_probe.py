@@ -2,7 +2,7 @@
 TensorRT-LLM sizes its cache (``kv_free_fraction`` F: ``_torch/pyexecutor/_util.py``, a fraction of the memory its
 profiling pass leaves free), each row's error before and after, and which cross 25%. Changes nothing on disk.
 
-    PYTHONPATH=src python benchmarks/h100_adp_fraction_probe.py 0.5 h100-sxm     # the shipped value: 22/22
+    PYTHONPATH=src python benchmarks/h100_adp_fraction_probe.py 0.6 h100-sxm     # the shipped value: 22/22
     PYTHONPATH=src python benchmarks/h100_adp_fraction_probe.py 0.4 h100-sxm     # the sensitivity sweep 0.40-0.60
     PYTHONPATH=src python benchmarks/h100_adp_fraction_probe.py 0.8 h200         # H200: 29 -> 29 of 30
 """
