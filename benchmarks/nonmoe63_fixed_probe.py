@@ -21,7 +21,7 @@ from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.fitting import _group_rows
 from anchorgpu.planner.speed.launches import fuses_norms_into_allreduce, launches_per_layer
-from anchorgpu.planner.speed.runs import load_runs, predict
+from anchorgpu.planner.speed.runs import Run, load_runs, predict
 
 ROW = re.compile(r"(\S+)\s+(fit|holdout)\s+\S+\s+\S+\s+\S+\s+\S+\s+([+-][\d.]+)%")
 
@@ -55,7 +55,7 @@ def _refit(cal0: Calibration) -> Calibration:
         rows = _group_rows(runs, group, "cuda")
         base = cal
 
-        def loss(v: float, rows: list = rows, base: Calibration = base, name: str = name) -> float:
+        def loss(v: float, rows: list[Run] = rows, base: Calibration = base, name: str = name) -> float:
             c = with_(name, v, base)
             return sum(math.log(predict(r, c) / r.value) ** 2 for r in rows)
 
@@ -100,7 +100,7 @@ def main() -> None:
         scale = args.scale * (n - args.kernels) / n
         return replace(c, fixed_s=per_step + (c.fixed_s - per_step) * scale)
 
-    step_constants._build = patched  # type: ignore[assignment]
+    step_constants._build = patched
     base = {}
     with open(args.base) as f:
         for line in f:

@@ -12,7 +12,10 @@ outside the generation step). AIC columns: ``benchmarks/_aiconfigurator_imt_dep.
 
 from __future__ import annotations
 
+from typing import Any
+
 from anchorgpu.architectures import load_model
+from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed import serving
 from anchorgpu.planner.speed.calibration import calibration
@@ -34,7 +37,7 @@ AIC = {
     "1k-1k-DEP4-C64": (0.45, 0.22, 0.58, 0.16, 0.98, 2.66, 0.18, 5.24),
     "1k-1k-TP1-C128": (1.14, 0.25, 0.58, 0.18, 0.00, 9.12, 0.24, 11.51),
 }
-_seen: list[tuple] = []
+_seen: list[tuple[Any, ...]] = []
 _tick = serving._tick
 
 
@@ -59,6 +62,7 @@ def main() -> None:
         value = predict(run, cal)
         setup, batch, _, t, c = next(x for x in _seen if x[2] == 0.0)
         model, gpu = load_model("gpt-oss-120b"), get_gpu("b200")
+        assert isinstance(model, ModelSpec)
         fused = fuses_norms_into_allreduce(model, setup.engine, setup.tp, attention_dp=setup.attention_dp)
         n = launches_per_layer(model, cal.launches, norms_in_allreduce=fused)
         moe_n = cal.launches.moe
