@@ -4,7 +4,10 @@ page's 0.95; and at the page's fallback ("0.90 or lower if out-of-memory errors 
 from the plan (``trtllm_fallback_sizing_probe.plan_of``: the largest fraction on a 0.05 grid from 0.95 whose
 graph pool + eager logits at its own trtllm-bench cap fit in the memory it leaves free). Writes nothing.
 
-    cd benchmarks && PYTHONPATH=../src:. python trtllm_dense_fraction_probe.py [ROW-PREFIX,...]
+    cd benchmarks && PYTHONPATH=../src:. python trtllm_dense_fraction_probe.py [ROW-PREFIX,...] [--dense]
+
+``--dense`` also evaluates the dense rows, whose shipped ``kv_free_fraction`` it drops first (so "ship" is the vLLM
+stand-in they were planned with before stop 63); without it only the rows still on the stand-in (MoE) are shown.
     cd benchmarks && PYTHONPATH=../src:. python trtllm_dense_fraction_probe.py --fractions   # the dense rows' rule
 
 ``--fractions`` prints, for every dense trtllm-bench row (no MoE), the fraction that rule gives: the values
@@ -32,7 +35,7 @@ def dense_fractions() -> dict[str, float]:
     the eager logits at the row's trtllm-bench cap (12 bytes a vocabulary entry a sequence) do not fit in what it
     leaves free (``trtllm_fallback_sizing_probe.plan_of``, whose fraction is read back from the planned KV)."""
     out = {}
-    rs.trtllm_bench_engine, rs._as_measured = fb._bench_engine, fb._measured  # type: ignore[assignment]
+    rs.trtllm_bench_engine, rs._as_measured = fb._bench_engine, fb._measured  # type: ignore[assignment,attr-defined]
     for r in rs.load_runs():
         row = r.row
         if (row.get("engine_limits") != "trtllm-bench" or rs._model(row).moe is not None
@@ -40,14 +43,20 @@ def dense_fractions() -> dict[str, float]:
             continue
         at = fb._plan_of(dict(row, kv_free_fraction=0.95)).breakdown["kv_cache_capacity_bytes"]
         got = fb.plan_of({k: v for k, v in row.items() if k != "kv_free_fraction"}).breakdown["kv_cache_capacity_bytes"]
-        out[r.id] = round(0.95 * got / at, 2)
+        out[r.id] = round(20 * 0.95 * got / at) / 20  # back on the 0.05 grid (the KV is not exactly linear)
     return out
 
 
-def main(prefixes: tuple[str, ...]) -> None:
+def main(prefixes: tuple[str, ...], dense: bool) -> None:
     cal = calibration()
-    runs = [r for r in rs.load_runs() if r.row.get("engine_limits") == "trtllm-bench" and r.id.startswith(prefixes)
-            and "kv_free_fraction" not in r.row and r.metric == "max_output_tokens_per_s"]
+    runs = []
+    for r in rs.load_runs():
+        if r.row.get("engine_limits") != "trtllm-bench" or not r.id.startswith(prefixes) or r.metric != "max_output_tokens_per_s":
+            continue
+        if dense and rs._model(r.row).moe is None:  # as main 796c846c planned it: the vLLM stand-in
+            r.row.pop("kv_free_fraction", None)
+        if "kv_free_fraction" not in r.row:
+            runs.append(r)
     cols: dict[str, dict[str, float]] = {"ship": {}, "0.95": {}, "oom": {}}
     for r in runs:
         cols["ship"][r.id] = _err(r, cal)
@@ -55,7 +64,7 @@ def main(prefixes: tuple[str, ...]) -> None:
         cols["0.95"][r.id] = _err(r, cal)
         del r.row["kv_free_fraction"]
     fb._OPTS.update(adp_peak=True, fallback=True, mixed=True)
-    rs.serve_plan_of, rs.trtllm_bench_engine, rs._as_measured = fb.plan_of, fb._bench_engine, fb._measured  # type: ignore[assignment]
+    rs.serve_plan_of, rs.trtllm_bench_engine, rs._as_measured = fb.plan_of, fb._bench_engine, fb._measured  # type: ignore[assignment,attr-defined]
     for r in runs:
         cols["oom"][r.id] = _err(r, cal)
     count: Counter[str] = Counter()
@@ -76,4 +85,5 @@ if __name__ == "__main__":
         for rid, f in dense_fractions().items():
             print(rid, f)
         sys.exit()
-    main(tuple(sys.argv[1].split(",")) if len(sys.argv) > 1 else ("",))
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    main(tuple(args[0].split(",")) if args else ("",), "--dense" in sys.argv)
