@@ -200,9 +200,10 @@ def pytorch_stack_line(elementwise_bytes: float, fused_bytes: float, fa2_efficie
     and how the device-measured transformers runs (``data/eager_stack.json``) fell around it."""
     from anchorgpu.planner.eager_stack import pytorch_speed_line
 
-    return (f"Speed of a PyTorch-native stack (--train-stack pytorch: torchtitan, FSDP training scripts, OLMo-core, "
-            f"llm-foundry): the norms, activations, rotary embeddings and casts around the products move "
-            f"{elementwise_bytes:.0f} bytes a token, layer and hidden unit, against {fused_bytes:.0f} in Megatron-Core "
-            f"with Transformer Engine (fitted on the PyTorch-native runs of the calibration set, the others held out), "
-            f"and attention runs as PyTorch's SDPA picks it on Hopper and newer, a FlashAttention-2-class kernel at "
-            f"{fa2_efficiency:.0%} of the BF16 peak (stated). " + pytorch_speed_line())
+    return said("Speed of a PyTorch-native stack (--train-stack pytorch: torchtitan, FSDP training scripts, OLMo-core, "
+                "llm-foundry): the norms, activations, rotary embeddings and casts around the products move "
+                "{elementwise:.0f} bytes a token, layer and hidden unit, against {fused:.0f} in Megatron-Core with "
+                "Transformer Engine (fitted on the PyTorch-native runs of the calibration set, the others held out), "
+                "and attention runs as PyTorch's SDPA picks it on Hopper and newer, a FlashAttention-2-class kernel at "
+                "{fa2:.0%} of the BF16 peak (stated). {measured}", elementwise=elementwise_bytes, fused=fused_bytes,
+                fa2=fa2_efficiency, measured=pytorch_speed_line())
