@@ -159,11 +159,12 @@ def overhead_rule_line(ov: Overheads) -> str:
     """
     from anchorgpu.units import fmt_bytes
 
-    return (f"Runtime overhead, each layout its own: context {fmt_bytes(ov.cuda_context_bytes)} "
-            f"({fmt_bytes(ov.rocm_context_bytes)} on ROCm), library workspace {fmt_bytes(ov.cublas_workspace_bytes)}, "
-            f"NCCL {fmt_bytes(ov.nccl_base_bytes)} plus {fmt_bytes(ov.nccl_per_peer_bytes)} a peer (TP - 1, EP - 1, "
-            "one for DP and one for PP) on more than one GPU, none on one; allocator fragmentation "
-            f"{ov.fragmentation_fraction:.0%} of tensors.")
+    return said("Runtime overhead, each layout its own: context {context} ({rocm_context} on ROCm), library workspace "
+                "{workspace}, NCCL {nccl} plus {per_peer} a peer (TP - 1, EP - 1, one for DP and one for PP) on more "
+                "than one GPU, none on one; allocator fragmentation {fragmentation:.0%} of tensors.",
+                context=fmt_bytes(ov.cuda_context_bytes), rocm_context=fmt_bytes(ov.rocm_context_bytes),
+                workspace=fmt_bytes(ov.cublas_workspace_bytes), nccl=fmt_bytes(ov.nccl_base_bytes),
+                per_peer=fmt_bytes(ov.nccl_per_peer_bytes), fragmentation=ov.fragmentation_fraction)
 
 
 def context_bytes(gpu: GpuSpec | None, ov: Overheads) -> int:
