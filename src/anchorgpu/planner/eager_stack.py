@@ -91,12 +91,13 @@ def eager_headroom_warning(activations_bytes: int, recompute: str, headroom_byte
         extra = round(activations_bytes * (ratio - 1.0))
     if extra <= headroom_bytes:  # the usual case: no warning, so no sentence formed
         return None
-    measured = (f"peaked at up to {ratio:.2f}x a PyTorch-native plan's total" if native
-                else f"held up to {ratio:.2f}x the planned activations")
+    measured = (said("peaked at up to {ratio:.2f}x a PyTorch-native plan's total", ratio=ratio) if native
+                else said("held up to {ratio:.2f}x the planned activations", ratio=ratio))
     return make_warning(
         "eager_activations_exceed_headroom",
-        f"transformers run eagerly {measured} on one {stack.gpu.upper()}: "
-        f"{fmt_bytes(extra)} more than this plan, beyond its {fmt_bytes(headroom_bytes)} headroom")
+        said("transformers run eagerly {measured} on one {gpu}: {extra} more than this plan, beyond its {headroom} "
+             "headroom", measured=measured, gpu=stack.gpu.upper(), extra=fmt_bytes(extra),
+             headroom=fmt_bytes(headroom_bytes)))
 
 
 def _x(span: tuple[float, float]) -> str:
