@@ -16,7 +16,7 @@ from anchorgpu.web.i18n import PageText
 from anchorgpu.web.refusals import said_words
 
 RU = PageText("ru")
-TRANSLATED = ("ttft", "engine", "engine_trtllm", "rocm", "cp_train", "moe_train", "moe")
+TRANSLATED = ("ttft", "engine", "engine_trtllm", "rocm", "cp_train", "moe_train", "moe", "engine_sglang")
 """The caveats with a Russian in messages.po (the rest stay English on a Russian page, marked)."""
 
 
