@@ -91,12 +91,13 @@ def eager_headroom_warning(activations_bytes: int, recompute: str, headroom_byte
         extra = round(activations_bytes * (ratio - 1.0))
     if extra <= headroom_bytes:  # the usual case: no warning, so no sentence formed
         return None
-    measured = (f"peaked at up to {ratio:.2f}x a PyTorch-native plan's total" if native
-                else f"held up to {ratio:.2f}x the planned activations")
+    measured = (said("peaked at up to {ratio:.2f}x a PyTorch-native plan's total", ratio=ratio) if native
+                else said("held up to {ratio:.2f}x the planned activations", ratio=ratio))
     return make_warning(
         "eager_activations_exceed_headroom",
-        f"transformers run eagerly {measured} on one {stack.gpu.upper()}: "
-        f"{fmt_bytes(extra)} more than this plan, beyond its {fmt_bytes(headroom_bytes)} headroom")
+        said("transformers run eagerly {measured} on one {gpu}: {extra} more than this plan, beyond its {headroom} "
+             "headroom", measured=measured, gpu=stack.gpu.upper(), extra=fmt_bytes(extra),
+             headroom=fmt_bytes(headroom_bytes)))
 
 
 def _x(span: tuple[float, float]) -> str:
@@ -125,24 +126,26 @@ def pytorch_memory_line() -> str:
     """The assumption a ``--train-stack pytorch`` training plan carries about its activations, in place of
     :func:`memory_line` (which is about fused kernels)."""
     s = eager_stack()
-    return (f"Activations as a PyTorch-native stack keeps them (its own selective recompute and fp32 loss, below): on "
-            f"one {s.gpu.upper()} transformers run eagerly peaked at {_x(s.eager_peak_pytorch)} such a plan's total, "
-            f"compiled (loss fused in) at {_x(s.compiled_peak_pytorch)} ({s.source}).")
+    return said("Activations as a PyTorch-native stack keeps them (its own selective recompute and fp32 loss, below): "
+                "on one {gpu} transformers run eagerly peaked at {eager} such a plan's total, compiled (loss fused in) "
+                "at {compiled} ({source}).", gpu=s.gpu.upper(), eager=_x(s.eager_peak_pytorch),
+                compiled=_x(s.compiled_peak_pytorch), source=s.source)
 
 
 @lru_cache(maxsize=1)
 def speed_line() -> str:
     """The assumption every full training plan's speed carries about the stack it predicts."""
     s = eager_stack()
-    return (f"Speed of a Megatron-Core-class stack (fused kernels, overlapped communication): on one {s.gpu.upper()} "
-            f"transformers trained at {_x(s.eager_speed)} of the prediction eagerly and {_x(s.compiled_speed)} "
-            f"compiled ({s.source}).")
+    return said("Speed of a Megatron-Core-class stack (fused kernels, overlapped communication): on one {gpu} "
+                "transformers trained at {eager} of the prediction eagerly and {compiled} compiled ({source}).",
+                gpu=s.gpu.upper(), eager=_x(s.eager_speed), compiled=_x(s.compiled_speed), source=s.source)
 
 
 @lru_cache(maxsize=1)
 def pytorch_speed_line() -> str:
     """How the measured transformers runs fell around a ``--train-stack pytorch`` prediction, beside Megatron-Core's."""
     s = eager_stack()
-    return (f"On one {s.gpu.upper()}, transformers models trained at {_x(s.eager_speed_pytorch)} of this prediction "
-            f"eagerly and {_x(s.compiled_speed_pytorch)} compiled, against {_x(s.eager_speed)} and "
-            f"{_x(s.compiled_speed)} of Megatron-Core's ({s.source}, not fitted).")
+    return said("On one {gpu}, transformers models trained at {eager} of this prediction eagerly and {compiled} "
+                "compiled, against {eager_megatron} and {compiled_megatron} of Megatron-Core's ({source}, not fitted).",
+                gpu=s.gpu.upper(), eager=_x(s.eager_speed_pytorch), compiled=_x(s.compiled_speed_pytorch),
+                eager_megatron=_x(s.eager_speed), compiled_megatron=_x(s.compiled_speed), source=s.source)

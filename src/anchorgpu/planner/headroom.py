@@ -15,6 +15,7 @@ import json
 from functools import lru_cache
 from importlib import resources
 
+from anchorgpu.errors import said
 from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.inputs import TRAINING_TASKS, Overheads
 from anchorgpu.planner.warnings import PlanWarning, make_warning
@@ -58,10 +59,12 @@ def thin_headroom_warning(total_bytes: int, headroom_bytes: int,
     peak, reserved = _measured()
     return make_warning(
         "thin_training_headroom",
-        f"headroom {fmt_bytes(headroom_bytes)} is under {share:.1%} of the {fmt_bytes(total_bytes)} planned, what the "
-        f"worst measured Megatron-Core run would take beyond the plan (a peak {peak - 1:.1%} over the planned tensors, "
-        f"the allocator reserving {reserved - 1:.1%} more, less the {fragmentation_fraction:.0%} fragmentation "
-        "allowance); set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or take a layout with more room")
+        said("headroom {headroom} is under {share:.1%} of the {total} planned, what the worst measured Megatron-Core run "
+             "would take beyond the plan (a peak {peak:.1%} over the planned tensors, the allocator reserving "
+             "{reserved:.1%} more, less the {fragmentation:.0%} fragmentation allowance); set "
+             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or take a layout with more room",
+             headroom=fmt_bytes(headroom_bytes), share=share, total=fmt_bytes(total_bytes), peak=peak - 1,
+             reserved=reserved - 1, fragmentation=fragmentation_fraction))
 
 
 def fit_headroom_warnings(total_bytes: int, headroom_bytes: int, *, task: str, activations_bytes: int,

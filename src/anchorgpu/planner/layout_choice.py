@@ -4,10 +4,11 @@ GPUs, on the GPUs given, or around a given TP. Pure; the changes that would make
 
 from __future__ import annotations
 
+from functools import reduce
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
@@ -98,10 +99,10 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
     if gpus == 1:
         return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
     # fewer is 0 where the first count tried held it: the split given (--pp 5) allows no fewer
-    count = (f"GPU count not given: {gpus:,} {gpu.name}, the fewest that hold this job as asked"
-             + (_fewer_training_gpus_with(model, w, prec, evolve(lay_in, gpus=fewer), gpu, ov) if fewer
-                else ", as few as the split given allows")
-             + "; pass --gpus for more - more GPUs train faster, up to what the global batch splits into.")
+    count = said("GPU count not given: {gpus:,} {gpu}, the fewest that hold this job as asked{fewer}; pass --gpus for "
+                 "more - more GPUs train faster, up to what the global batch splits into.", gpus=gpus, gpu=gpu.name,
+                 fewer=_fewer_training_gpus_with(model, w, prec, evolve(lay_in, gpus=fewer), gpu, ov) if fewer
+                 else said(", as few as the split given allows"))
     return evolve(chosen, assumptions=(count, choice.reason, *chosen.assumptions))
 
 
@@ -114,7 +115,7 @@ def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan
     from anchorgpu.planner.validate import resolve_format
 
     fewer = layout.gpus
-    cannot = f"; {fewer:,} {'does' if fewer == 1 else 'do'} not"
+    cannot = said("; {n:,} does not", n=fewer) if fewer == 1 else said("; {n:,} do not", n=fewer)
     try:
         p = plan(model, w, precision=prec, layout=layout, gpu=gpu, overheads=ov, suggest=False, choose_layout=False)
         fmt = resolve_format(model, w, prec, [])
@@ -126,4 +127,7 @@ def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan
 
     kept += tuple(offload_suggestions(model, w, prec, layout, gpu, ov))
     same = list(dict.fromkeys(s.change for s in kept if s.gpus == fewer and not s.change.startswith("--task")))
-    return f"; {fewer:,} would hold it with {' or '.join(same[:3])}" if same else cannot
+    if not same:
+        return cannot
+    changes = reduce(lambda head, tail: said("{head} or {tail}", head=head, tail=tail), same[:3])
+    return said("; {n:,} would hold it with {changes}", n=fewer, changes=changes)

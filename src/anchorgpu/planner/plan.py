@@ -111,6 +111,16 @@ def _with_weights(weights: str, kv_cache: str) -> PrecisionPlan:
 _planned_formats = evolver(PrecisionPlan, "weights", "kv_cache")  # evolve of those two fields, made once
 
 
+@lru_cache(maxsize=64)
+def _moe_resident_line(experts: int, ep: int) -> str:
+    """Where a mixture of experts' experts live: split over EP, or with TP (one line, memoised)."""
+    if ep > 1:
+        return said("MoE: all {experts} experts per layer resident, split over EP {ep}; compute follows the active "
+                    "experts.", experts=experts, ep=ep)
+    return said("MoE: all {experts} experts per layer resident, split with TP; compute follows the active experts.",
+                experts=experts)
+
+
 def plan(
     model: ModelSpec | DiffusionPipelineSpec,
     workload: Workload | None = None,
@@ -219,9 +229,7 @@ def plan(
     else:
         terms = plan_training(model, gpu, w, fmt, lay, ov, assumptions, warnings)
     if lm is not None and lm.moe is not None:
-        assumptions.append(f"MoE: all {lm.moe.num_experts} experts per layer resident"
-                           + (f", split over EP {lay.ep}" if lay.ep > 1 else ", split with TP")
-                           + "; compute follows the active experts.")
+        assumptions.append(_moe_resident_line(lm.moe.num_experts, lay.ep))
         if w.task == "inference" and 1 < lay.ep < lay.tp:
             assumptions.append(expert_tp_line(lm.moe.num_experts, lay.tp, lay.ep))
     warnings += plan_warnings(terms.workload, lay, fmt, prec, gpu, model)  # the layout's, then the precision's

@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, fast_init, memo_on_frozen
@@ -127,6 +128,7 @@ def _codes_sharded_weights(parts: ModelParts, codes: ModelParts, tp: int, pp: in
     return held_codes + constants_gpu, terms
 
 
+@lru_cache(maxsize=64)
 def bnb_constants_line(constants_bytes: int) -> str:
     """The plan's assumption line where :func:`_codes_sharded_weights` kept a 4-bit base's constants whole.
 
@@ -135,10 +137,10 @@ def bnb_constants_line(constants_bytes: int) -> str:
     """
     from anchorgpu.units import fmt_bytes
 
-    return (f"FSDP/ZeRO-3 shards the 4-bit base's packed codes (4 bits a weight) only; its block constants (absmax, and "
-            f"with double quantization their own constants: bitsandbytes' quant_state, no parameter) stay whole on "
-            f"every GPU, {fmt_bytes(constants_bytes)} each (AnswerDotAI/fsdp_qlora PR #4: quant_state 'doesn't get "
-            "synced by FSDP ... only supports syncing parameters and buffers').")
+    return said("FSDP/ZeRO-3 shards the 4-bit base's packed codes (4 bits a weight) only; its block constants (absmax, "
+                "and with double quantization their own constants: bitsandbytes' quant_state, no parameter) stay whole "
+                "on every GPU, {held} each (AnswerDotAI/fsdp_qlora PR #4: quant_state 'doesn't get synced by FSDP ... "
+                "only supports syncing parameters and buffers').", held=fmt_bytes(constants_bytes))
 
 
 def nccl_bytes(lay: ResolvedLayout, ov: Overheads) -> int:
@@ -157,11 +159,12 @@ def overhead_rule_line(ov: Overheads) -> str:
     """
     from anchorgpu.units import fmt_bytes
 
-    return (f"Runtime overhead, each layout its own: context {fmt_bytes(ov.cuda_context_bytes)} "
-            f"({fmt_bytes(ov.rocm_context_bytes)} on ROCm), library workspace {fmt_bytes(ov.cublas_workspace_bytes)}, "
-            f"NCCL {fmt_bytes(ov.nccl_base_bytes)} plus {fmt_bytes(ov.nccl_per_peer_bytes)} a peer (TP - 1, EP - 1, "
-            "one for DP and one for PP) on more than one GPU, none on one; allocator fragmentation "
-            f"{ov.fragmentation_fraction:.0%} of tensors.")
+    return said("Runtime overhead, each layout its own: context {context} ({rocm_context} on ROCm), library workspace "
+                "{workspace}, NCCL {nccl} plus {per_peer} a peer (TP - 1, EP - 1, one for DP and one for PP) on more "
+                "than one GPU, none on one; allocator fragmentation {fragmentation:.0%} of tensors.",
+                context=fmt_bytes(ov.cuda_context_bytes), rocm_context=fmt_bytes(ov.rocm_context_bytes),
+                workspace=fmt_bytes(ov.cublas_workspace_bytes), nccl=fmt_bytes(ov.nccl_base_bytes),
+                per_peer=fmt_bytes(ov.nccl_per_peer_bytes), fragmentation=ov.fragmentation_fraction)
 
 
 def context_bytes(gpu: GpuSpec | None, ov: Overheads) -> int:

@@ -76,6 +76,10 @@ from anchorgpu.units import fmt_bytes
 
 __all__ = ["check_training_seq", "plan_training"]
 
+_SP_MEGATRON = said("Tensor parallelism with sequence parallelism (Megatron): norms and dropout activations split too.")
+_SP_PYTORCH = said("Tensor parallelism with sequence parallelism (torchtitan's SequenceParallel): norms and dropout "
+                   "activations split too.")
+
 
 def check_training_seq(model: ModelSpec, w: Workload) -> None:
     """Refuse a training sequence past the model's context (without ``--allow-long-context``): checked before a layout
@@ -107,9 +111,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(f"Activation recompute: {recompute} (default for {w.task}"
                            + (", gradient checkpointing as in the QLoRA paper)." if recompute == "full" else ")."))
     if lay.sequence_parallel:
-        assumptions.append("Tensor parallelism with sequence parallelism ("
-                           + ("torchtitan's SequenceParallel" if w.train_stack == "pytorch" else "Megatron")
-                           + "): norms and dropout activations split too.")
+        assumptions.append(_SP_PYTORCH if w.train_stack == "pytorch" else _SP_MEGATRON)
     elif lay.tp > 1:
         assumptions.append(memory_off_line(lay.tp))
     assumptions.append(FLASH_ATTENTION_LINE)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, said
 from anchorgpu.planner.inputs import Workload
 from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.result import ResolvedLayout
@@ -49,7 +49,7 @@ def pipeline_layout_line(layout: PipelineLayout) -> str:
             "and the output layer on the last.")
 
 
-FSDP_PIPELINE_LINE = (
+FSDP_PIPELINE_LINE = said(
     "FSDP with pipeline stages as PyTorch runs them (torchtitan, torch.distributed.pipelining): the stage's 16-bit "
     "weights stay gathered between micro-batches (no reshard after forward) and its gradients accumulate unsharded "
     "in fp32 until the last micro-batch's backward pass reduce-scatters them, 6 bytes a parameter of the stage.")
@@ -70,6 +70,7 @@ def fsdp_pipeline_held_bytes(stage_params: int, gather_buffer_bytes: int) -> dic
             "accumulated_gradients_bytes": 4 * stage_params}
 
 
+@lru_cache(maxsize=64)  # said by every FSDP2 plan, the same for a model on a layout
 def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: bool) -> str:
     """The plan's line on what FSDP2 holds unsharded without pipeline stages
     (:mod:`~anchorgpu.planner.memory.fsdp_units`): torchtitan's units, which accelerate 1.15.0's wrap makes too.
@@ -79,13 +80,14 @@ def fsdp_units_line(unit_gradients_bytes: int, gather_buffer_bytes: int, mixed: 
     """
     from anchorgpu.units import fmt_bytes
 
-    return ("FSDP2 units as torchtitan and accelerate wrap them (apply_fsdp; accelerate 1.15.0 fsdp2_prepare_model "
-            "alike: the embedding, each block, the final norm with the output layer kept gathered from forward into "
-            f"backward): the largest two gathered together, {fmt_bytes(gather_buffer_bytes)}, and in backward a "
-            f"unit's unsharded 16-bit gradients with its reduce-scatter input in {'fp32' if mixed else 'bf16'} (FSDP2 "
-            "foreach_reduce), the previous unit's input still held while the next unit computes (post_backward keeps "
-            "it in reduce_scatter_state until the next unit's reduce-scatter), "
-            f"{fmt_bytes(unit_gradients_bytes)} more at the fullest moment.")
+    return said("FSDP2 units as torchtitan and accelerate wrap them (apply_fsdp; accelerate 1.15.0 fsdp2_prepare_model "
+                "alike: the embedding, each block, the final norm with the output layer kept gathered from forward "
+                "into backward): the largest two gathered together, {gathered}, and in backward a unit's unsharded "
+                "16-bit gradients with its reduce-scatter input in {precision} (FSDP2 foreach_reduce), the previous "
+                "unit's input still held while the next unit computes (post_backward keeps it in reduce_scatter_state "
+                "until the next unit's reduce-scatter), {held} more at the fullest moment.",
+                gathered=fmt_bytes(gather_buffer_bytes), precision="fp32" if mixed else "bf16",
+                held=fmt_bytes(unit_gradients_bytes))
 
 
 def fsdp2_unresharded(w: Workload, lay: ResolvedLayout) -> bool:
@@ -144,5 +146,5 @@ def interleaved_activation_bytes(one_f_one_b_bytes: int, pp: int, microbatches: 
 @lru_cache(maxsize=64, typed=True)  # said by every interleaved plan, the same for a count of chunks
 def interleaved_activation_line(virtual_stages: int) -> str:
     """The assumption of :func:`interleaved_activation_bytes`: one line."""
-    return (f"Interleaved pipeline ({virtual_stages} chunks per GPU): the first stage holds "
-            "(1 + (p-1)/(p·m)) times the activations of 1F1B.")
+    return said("Interleaved pipeline ({v} chunks per GPU): the first stage holds (1 + (p-1)/(p·m)) times the "
+                "activations of 1F1B.", v=virtual_stages)

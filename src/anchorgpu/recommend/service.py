@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
+from functools import reduce
 from typing import Any
 
 import numpy as np
@@ -144,11 +145,12 @@ def _uneven_replicas_line(shown: Sequence[RecommendedOption]) -> str | None:
             if o.config["dp"] > 1 and o.config["ep"] <= o.config["tp"] and o.config["concurrency"] % o.config["dp"]]
     if not rows:
         return None
-    parts = ", ".join(f"#{i}: {c['concurrency']:,} over {c['dp']}" for i, c in rows)
+    parts = [said("#{row}: {users:,} over {replicas}", row=i, users=c["concurrency"], replicas=c["dp"]) for i, c in rows]
     busiest = sorted({-(-c["concurrency"] // c["dp"]) for _, c in rows})
-    return (f"Users split unevenly over replicas ({parts}): tok/s/user and TTFT are the busiest replica's "
-            f"({', '.join(f'{b:,}' for b in busiest)} sequences); tok/s adds each replica's own rate, the lighter ones' "
-            "at their own pace, as plan --concurrency N does for the same layout.")
+    return said("Users split unevenly over replicas ({parts}): tok/s/user and TTFT are the busiest replica's ({busiest} "
+                "sequences); tok/s adds each replica's own rate, the lighter ones' at their own pace, as plan "
+                "--concurrency N does for the same layout.", parts=reduce(lambda head, tail: said("{head}, {tail}", head=head, tail=tail), parts),
+                busiest=", ".join(f"{b:,}" for b in busiest))
 
 
 def _speed_figures_uncertain(gpu_name: str) -> bool:
@@ -353,8 +355,8 @@ def recommend(
         "`anchorgpu quote`; 'per GPU-hour' is the 730-h comparison rate.", term=str(the_term), hours=the_term.hours))
     uncertain = sorted({o.gpu for o in shown if _speed_figures_uncertain(o.gpu)})
     if uncertain:
-        assumptions.append(f"Speed figures of {', '.join(uncertain)} rest partly on secondary or conflicting "
-                           "sources (marked '?' in the GPU table): treat their tokens/s as rougher.")
+        assumptions.append(said("Speed figures of {gpus} rest partly on secondary or conflicting sources (marked '?' in "
+                                "the GPU table): treat their tokens/s as rougher.", gpus=", ".join(uncertain)))
     if not training:
         assumptions.append(said("Cost per million output tokens assumes the servers decode at the estimated total "
                                 "tokens/s for the whole term."))

@@ -25,6 +25,9 @@ __all__ = ["answer_lines", "page_line", "planner_refusal", "refusal_words", "sai
 _NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})*(?:\.\d+)?|-?\d+(?:\.\d+)?")
 _ENGLISH = re.compile(r"\b[a-z]{2,} [a-z]{2,}\b")
 """Two English words in a row in a value: a clause the catalogue cannot translate (names, flags and figures have none)."""
+_FLAG = re.compile(r"--[a-z][a-z0-9-]*(?: [\w.,:/-]+)?")
+"""A CLI flag with its value ('--offload optimizer'): a value a page names as its field (:func:`page_line`), not English
+words."""
 _MONEY = re.compile(r"\$(\d{1,3}(?:,\d{3})*\.\d{2,})")
 _SIZE = re.compile(r"(?P<number>-?[\d,]+(?:\.\d+)?)(?P<unit> (?:[KMGTP]i?B|B|GB|TB|tokens|h|s|ms))")
 
@@ -83,7 +86,8 @@ class _PageFormatter(string.Formatter):
             from babel.numbers import format_currency  # '$1,934.00' (units.fmt_usd) as the page writes money
 
             return str(format_currency(Decimal(money.group(1).replace(",", "")), "USD", locale=self.text.locale))
-        if isinstance(value, str) and _ENGLISH.search(written):  # a clause written without said(): not half translated
+        if isinstance(value, str) and _ENGLISH.search(written) and not _FLAG.fullmatch(written):  # a clause written
+            # without said(): not half translated
             raise _Untranslated(written)
         return written
 

@@ -23,7 +23,7 @@ from anchorgpu.planner.sglang import (
 )
 from anchorgpu.planner.speed.attention_rate import trtllm_prompt_attention_peak_share
 from anchorgpu.planner.speed.batching import prompt_bound_output_tokens
-from anchorgpu.planner.speed.caveats import PROMPT_QUEUE_CAVEAT_LABEL
+from anchorgpu.planner.speed.caveats import PROMPT_QUEUE_CAVEAT_LABEL, caveat_said
 from anchorgpu.planner.speed.constants import Calibration, stack_of
 from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
@@ -133,7 +133,7 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str, *, bl
     label = said("calibrated {name} constants", name=name) if cal.origin == "calibrated" else \
         said("{name} constants with your efficiencies", name=name)
     host = host_kind(gpu)
-    caveat = cal.caveats.get(stack_of(gpu))  # calibration.json's English: a line with one stays English on a page
+    caveat = cal.caveats.get(stack_of(gpu))  # calibration.json's, its figures as values (caveats.caveat_said)
     line = said("{label}: memory reads at {mbu:.0%} of {bandwidth_tb_s:.2f} TB/s, batched products at {share:.0%} of "
                 "the dense {precision} peak, {step_ms:.2f} ms per step + {layer_us:.0f} us per layer of fixed cost; the "
                 "engine's CPU {host_us:.1f} us per running sequence a step ({host}, stated), overlapped with the GPU's "
@@ -143,7 +143,7 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str, *, bl
                 step_ms=k.per_step_s * 1e3, layer_us=k.per_layer_step_s * 1e6,
                 host_us=cal.host_s_per_sequence_step[host] * 1e6,
                 host=said("a Grace superchip") if host == "superchip" else said("an x86 host"),
-                caveat=f"; {caveat}" if caveat else "")
+                caveat=said("; {caveat}", caveat=caveat_said(caveat)) if caveat else "")
     if len(_CONSTANTS_LINES) >= 256:
         _CONSTANTS_LINES.clear()
     _CONSTANTS_LINES[key] = (gpu, cal, line)

@@ -5,6 +5,7 @@ batch line and its memory read: :func:`step_microbatches`), the bubble of a 1F1B
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Literal
 
 from anchorgpu.errors import InvalidWorkload, said
@@ -307,6 +308,12 @@ def interleaving_refusal_line(pp: int, virtual_stages: int, *, dp: int, micro_ba
             f"{m}; use --virtual-stages 1 or a global batch of a multiple of {pp * dp * micro_batch * seq_tokens:,} tokens")
 
 
+@lru_cache(maxsize=256)
+def _plain_bubble_line(p1: int, v: int, share_percent: str) -> str:
+    return said("pipeline bubble (p-1)/v = {p1}/{v} micro-batch times per step ({share}% of it)", p1=p1, v=v,
+                share=share_percent)
+
+
 def bubble_line(pp: int, virtual_stages: int, microbatches: int, fraction_of_step: float,
                 schedule: PipelineSchedule = "1f1b") -> str:
     """The assumption line of a step's pipeline bubble (:func:`pipeline_bubble_stage_times`); ``fraction_of_step``:
@@ -321,16 +328,21 @@ def bubble_line(pp: int, virtual_stages: int, microbatches: int, fraction_of_ste
     """
     p, v, m = pp, virtual_stages, microbatches
     if schedule == "sequential":
-        return (f"pipeline bubble m(p-1) = {m} x {p - 1} = {m * (p - 1)} micro-batch times per step: the layers run one "
-                f"after another (device_map), each micro-batch through the {p} GPUs in turn forward and backward while "
-                f"the other {p - 1} wait{'s' if p == 2 else ''}, so each GPU idles (p-1)/p of the step whatever the batch "
-                f"({fraction_of_step:.1%} of it as timed): bitsandbytes' "
-                "4-bit base splits over GPUs by accelerate's device_map on the PyTorch stack, naive model parallelism "
-                "with no micro-batch overlap (huggingface/transformers docs/source/en/perf_train_gpu_many.md); "
-                "--train-stack megatron times NeMo's 1F1B")
-    if v == 1 or m >= p:
-        return f"pipeline bubble (p-1)/v = {p - 1}/{v} micro-batch times per step ({fraction_of_step:.1%} of it)"
-    return (f"pipeline bubble (p-1)/v + (p-m)(v-1)/v = {p - 1}/{v} + {(p - m) * (v - 1)}/{v} = "
-            f"{pipeline_bubble_stage_times(p, m, v):g} micro-batch times per step: {m} micro-batch"
-            f"{'es' if m != 1 else ''}, fewer than the {p} stages, leave each GPU waiting for "
-            f"{'them' if m != 1 else 'it'} to come round its {v} chunks ({fraction_of_step:.1%} of it)")
+        return said("pipeline bubble m(p-1) = {m} x {p1} = {idle} micro-batch times per step: the layers run one after "
+                    "another (device_map), each micro-batch through the {p} GPUs in turn forward and backward while the "
+                    "other {p1} {wait}, so each GPU idles (p-1)/p of the step whatever the batch ({share:.1%} of it as "
+                    "timed): bitsandbytes' 4-bit base splits over GPUs by accelerate's device_map on the PyTorch stack, "
+                    "naive model parallelism with no micro-batch overlap (huggingface/transformers "
+                    "docs/source/en/perf_train_gpu_many.md); --train-stack megatron times NeMo's 1F1B",
+                    m=m, p1=p - 1, idle=m * (p - 1), p=p, wait="waits" if p == 2 else "wait", share=fraction_of_step)
+    if v == 1 or m >= p:  # the share as '{:.1%}' writes it (x 100, fixed): the said line memoised on what it shows
+        return _plain_bubble_line(p - 1, v, f"{fraction_of_step * 100:.1f}")
+    values = {"p1": p - 1, "v": v, "rest": (p - m) * (v - 1), "times": pipeline_bubble_stage_times(p, m, v), "m": m,
+              "p": p, "share": fraction_of_step}
+    if m == 1:
+        return said("pipeline bubble (p-1)/v + (p-m)(v-1)/v = {p1}/{v} + {rest}/{v} = {times:g} micro-batch times per "
+                    "step: {m} micro-batch, fewer than the {p} stages, leave each GPU waiting for it to come round "
+                    "its {v} chunks ({share:.1%} of it)", **values)
+    return said("pipeline bubble (p-1)/v + (p-m)(v-1)/v = {p1}/{v} + {rest}/{v} = {times:g} micro-batch times per step: "
+                "{m} micro-batches, fewer than the {p} stages, leave each GPU waiting for them to come round its {v} "
+                "chunks ({share:.1%} of it)", **values)

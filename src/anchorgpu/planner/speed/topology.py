@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from anchorgpu.errors import said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import calibration
@@ -99,7 +100,7 @@ def _network(network_bytes_per_s: float | None) -> Link:
     cal = calibration()
     bw = network_bytes_per_s if network_bytes_per_s is not None else cal.network_bytes_per_s
     return Link(kind="network", bytes_per_s=bw, latency_s=cal.latency_s["network"],
-                description=f"network between servers, {bytes_per_s_to_gbit_per_s(bw):.0f} Gb/s per GPU")
+                description=said("network between servers, {rate:.0f} Gb/s per GPU", rate=bytes_per_s_to_gbit_per_s(bw)))
 
 
 _LINK_MEMO: dict[tuple[int, int, int | None, float | None, int, int], tuple[GpuSpec, object, Link]] = {}
@@ -160,9 +161,10 @@ def _group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8
         if nics <= 1:
             return link
         inside = _group_link(gpu, server, gpus_per_server=gpus_per_server)
-        where = "a server" if nics <= (gpus_per_server or 8) else "a scale-up domain"  # NVL72: a rack
-        return replace(link, bytes_per_s=min(link.bytes_per_s * nics, inside.bytes_per_s),
-                       description=f"{link.description}, through {nics} NICs {where}")
+        through = (said("{link}, through {nics} NICs a server", link=link.description, nics=nics)
+                   if nics <= (gpus_per_server or 8) else  # NVL72: a rack
+                   said("{link}, through {nics} NICs a scale-up domain", link=link.description, nics=nics))
+        return replace(link, bytes_per_s=min(link.bytes_per_s * nics, inside.bytes_per_s), description=through)
     if gpu.interconnect_bandwidth_bytes_per_s and domain > 1 and span_gpus <= domain:
         return Link(kind="scale-up", bytes_per_s=gpu.interconnect_bandwidth_bytes_per_s / 2,
                     latency_s=cal.stack(gpu).scaleup_latency_s, description=gpu.interconnect)

@@ -9,6 +9,7 @@ from functools import partial
 from typing import NamedTuple
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import said
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.eager_stack import speed_line
@@ -31,6 +32,10 @@ from anchorgpu.planner.speed.training_lines import (
 )
 
 __all__ = ["TrainingContext", "training_context"]
+
+
+_SYNC, _SYNC_GATHERS, _GATHERS = said("gradient sync"), said("gradient sync, parameter gathers"), said("parameter gathers")
+"""What a data-parallel group's traffic carries (the data-parallel line's clause)."""
 
 
 class TrainingContext(NamedTuple):
@@ -72,21 +77,20 @@ def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int
     tp_line = tp_warning = None
     if tp > 1:
         link = group_link(gpu, tp, gpus_per_server=server_gpus, network_bytes_per_s=network_bytes_per_s)
-        tp_line = (f"tensor-parallel traffic over {link.description}"
-                   + (", overlapped with the products" if tp_overlap else ", not overlapped"))
+        tp_line = (said("tensor-parallel traffic over {link}, overlapped with the products", link=link.description)
+                   if tp_overlap else said("tensor-parallel traffic over {link}, not overlapped", link=link.description))
         if link.kind == "pcie":
-            tp_warning = ("tp_over_pcie", f"TP={tp} over PCIe on {gpu.name}: collectives are slow")
+            tp_warning = ("tp_over_pcie", said("TP={tp} over PCIe on {gpu}: collectives are slow", tp=tp, gpu=gpu.name))
         elif link.kind == "network":
-            tp_warning = ("tp_across_nodes", f"TP={tp} spans servers: collectives cross the network")
+            tp_warning = ("tp_across_nodes", said("TP={tp} spans servers: collectives cross the network", tp=tp))
     dp_line = None
     if dp * cp > 1 and (task == "train" or zero >= 3):  # a frozen base (LoRA, QLoRA) syncs no gradients
         link = group_link_of(gpu, lay, gpus_per_server=server_gpus, network_bytes_per_s=network_bytes_per_s)
         if link.kind == "network":  # the data-parallel group crosses servers
-            what = ("gradient sync" + (", parameter gathers" if zero >= 3 else "") if task == "train"
-                    else "parameter gathers")
-            dp_line = (f"data-parallel traffic ({what}) "
-                       f"over the {link.description} (NCCL's rings leave a server through each member's "
-                       "own NIC), each ring collective with NCCL's latency for each of its steps")
+            what = (_SYNC_GATHERS if zero >= 3 else _SYNC) if task == "train" else _GATHERS
+            dp_line = said("data-parallel traffic ({what}) over the {link} (NCCL's rings leave a server through each "
+                           "member's own NIC), each ring collective with NCCL's latency for each of its steps",
+                           what=what, link=link.description)
     fsdp_line = None
     if task == "train" and zero >= 3 and dp * cp > 1:
         fsdp_line = pytorch_fsdp_line(pp > 1) if train_stack == "pytorch" else megatron_fsdp_line()

@@ -22,19 +22,23 @@ def training_expert_parallel_line(ep: int, tp: int, dp: int, cp: int, k: int, se
     from anchorgpu.planner.memory import expert_data_parallel
 
     group = expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep)
-    across = ep > server_gpus
-    return (f"expert parallelism EP {ep}: each GPU holds 1/{ep} of its stage's routed experts, not split by TP; each "
-            f"MoE layer dispatches and combines each token's {k} routed cop{'y' if k == 1 else 'ies'} over {ep} "
-            "consecutive GPUs, forward and backward"
-            + (f", in two hops across their {ep // server_gpus} servers (a token crosses the network once to each "
-               "server holding one of its experts, then the scale-up link, as DeepEP does; a plain all-to-all "
-               "sends every copy over the network)" if across else "")
-            + (f"; overlapped with another micro-batch's computation, {overlap:.0%} of the all-to-all time left "
-               "exposed (a stated share, as for TP overlap)" if overlap is not None else
-               "; not overlapped with computation (--ep-overlap times Megatron-Core's "
-               "--overlap-moe-expert-parallel-comm or DeepSeek's DualPipe)")
-            + f"; expert gradients are reduced over the {group} GPU{'s' if group > 1 else ''} holding the same "
-            "experts; even routing assumed (a skewed router makes the busiest GPU the step's pace)")
+    across = said(", in two hops across their {servers} servers (a token crosses the network once to each server "
+                  "holding one of its experts, then the scale-up link, as DeepEP does; a plain all-to-all sends every "
+                  "copy over the network)", servers=ep // server_gpus) if ep > server_gpus else ""
+    overlapped = _EP_NOT_OVERLAPPED if overlap is None else said(
+        "; overlapped with another micro-batch's computation, {exposed:.0%} of the all-to-all time left exposed (a "
+        "stated share, as for TP overlap)", exposed=overlap)
+    # copies and gpus: the English plural (a translation agrees its nouns with k and group itself)
+    return said("expert parallelism EP {ep}: each GPU holds 1/{ep} of its stage's routed experts, not split by TP; "
+                "each MoE layer dispatches and combines each token's {k} routed {copies} over {ep} consecutive GPUs, "
+                "forward and backward{across}{overlapped}; expert gradients are reduced over the {group} {gpus} "
+                "holding the same experts; even routing assumed (a skewed router makes the busiest GPU the step's "
+                "pace)", ep=ep, k=k, copies="copy" if k == 1 else "copies", across=across, overlapped=overlapped,
+                group=group, gpus="GPUs" if group > 1 else "GPU")
+
+
+_EP_NOT_OVERLAPPED = said("; not overlapped with computation (--ep-overlap times Megatron-Core's "
+                          "--overlap-moe-expert-parallel-comm or DeepSeek's DualPipe)")
 
 
 NETWORK_LABEL = "network between servers"
@@ -66,10 +70,11 @@ def network_line(gpus: int, server_gpus: int, gbit_per_s: float, stated: bool) -
 @lru_cache(maxsize=256)
 def expert_launch_line(local_experts: float, gemms: int, host_s_per_gemm: float, per_micro_s: float) -> str:
     """The host time a MoE training step waits for (:func:`~anchorgpu.planner.speed.experts.expert_launch_s`)."""
-    return (f"MoE launches: {local_experts:g} routed experts a GPU x {gemms} products each per MoE layer and "
-            f"micro-batch, {host_s_per_gemm * 1e6:.0f} us of host time a product (calibrated on Megatron-Bridge's MoE "
-            f"runs), {per_micro_s:.3g} s a micro-batch the GPU waits for after each layer's tokens-per-expert sync; "
-            "more expert parallelism (fewer experts a GPU), CUDA graphs or a fused grouped product shrink it")
+    return said("MoE launches: {experts:g} routed experts a GPU x {gemms} products each per MoE layer and micro-batch, "
+                "{host_us:.0f} us of host time a product (calibrated on Megatron-Bridge's MoE runs), {wait_s:.3g} s a "
+                "micro-batch the GPU waits for after each layer's tokens-per-expert sync; more expert parallelism "
+                "(fewer experts a GPU), CUDA graphs or a fused grouped product shrink it", experts=local_experts,
+                gemms=gemms, host_us=host_s_per_gemm * 1e6, wait_s=per_micro_s)
 
 
 @lru_cache(maxsize=1024)
@@ -147,19 +152,20 @@ def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, l
             "training choice the planner leaves to you")
 
 
-_FSDP_WINDOWS = ("a micro-batch's forward gather runs beside its forward pass (a third of its computation) and its "
-                 "backward gather and its gradient scatter share the link beside its backward pass (the other two "
-                 "thirds); what the gathers cannot hide is in fsdp_comm, what the scatter adds is in dp_sync")
+_FSDP_WINDOWS = said("a micro-batch's forward gather runs beside its forward pass (a third of its computation) and "
+                     "its backward gather and its gradient scatter share the link beside its backward pass (the other "
+                     "two thirds); what the gathers cannot hide is in fsdp_comm, what the scatter adds is in dp_sync")
 
 
+@lru_cache(maxsize=16)
 def qlora_gather_line(dense_bytes: float) -> str:
     """How a sharded QLoRA base is gathered, as the step is timed (``dense_bytes``: bytes a parameter on average,
     :func:`~anchorgpu.planner.speed.dequant.gathered_bytes_per_param`)."""
-    return (f"FSDP / ZeRO-3 of a QLoRA base: the parameter gathers move it as stored, the 4-bit linears packed (half a "
-            f"byte a weight; their block constants are kept whole on every GPU, not gathered) and the embeddings, LM "
-            f"head and norms in 16 bit, {dense_bytes:.2f} bytes a parameter on average (bitsandbytes' quant_storage, as "
-            "answer.ai's fsdp_qlora shards it), dequantized after the gather; only the adapters have gradients, whose "
-            "sync is not timed. What the gathers cannot hide is in fsdp_comm")
+    return said("FSDP / ZeRO-3 of a QLoRA base: the parameter gathers move it as stored, the 4-bit linears packed (half "
+                "a byte a weight; their block constants are kept whole on every GPU, not gathered) and the embeddings, "
+                "LM head and norms in 16 bit, {dense:.2f} bytes a parameter on average (bitsandbytes' quant_storage, "
+                "as answer.ai's fsdp_qlora shards it), dequantized after the gather; only the adapters have gradients, "
+                "whose sync is not timed. What the gathers cannot hide is in fsdp_comm", dense=dense_bytes)
 
 
 @lru_cache(maxsize=4)
@@ -167,24 +173,25 @@ def pytorch_fsdp_line(pipelined: bool) -> str:
     """When FSDP on the PyTorch-native stack reduces the gradients, as the step is timed
     (:func:`~anchorgpu.planner.speed.data_parallel.scatters_each_micro_batch`); ``pipelined``: with pipeline stages."""
     if pipelined:
-        return ("FSDP on the PyTorch-native stack with pipeline stages: PyTorch's pipelining schedule turns gradient "
-                "sync off between micro-batches (set_requires_gradient_sync(False)) and reduce-scatters once after "
-                "the last backward, so the scatter shares only the last micro-batch's backward with its gather; "
-                + _FSDP_WINDOWS)
-    return ("FSDP on the PyTorch-native stack reduce-scatters every micro-batch's gradients in that micro-batch's "
-            "backward, at the gradients' reduce precision (PyTorch FSDP2 and FSDP1 sync each backward unless told not "
-            "to, and torchtitan's, OLMo-core's and Composer's loops over micro-batches do not tell them): "
-            + _FSDP_WINDOWS + ", and only the last layer's scatter waits at the step's end. Gathers are timed in 16 "
-            "bit (torchao's FP8 all-gather is not assumed) and HSDP as FSDP over the whole data-parallel group")
+        return said("FSDP on the PyTorch-native stack with pipeline stages: PyTorch's pipelining schedule turns "
+                    "gradient sync off between micro-batches (set_requires_gradient_sync(False)) and reduce-scatters "
+                    "once after the last backward, so the scatter shares only the last micro-batch's backward with its "
+                    "gather; {windows}", windows=_FSDP_WINDOWS)
+    return said("FSDP on the PyTorch-native stack reduce-scatters every micro-batch's gradients in that micro-batch's "
+                "backward, at the gradients' reduce precision (PyTorch FSDP2 and FSDP1 sync each backward unless told "
+                "not to, and torchtitan's, OLMo-core's and Composer's loops over micro-batches do not tell them): "
+                "{windows}, and only the last layer's scatter waits at the step's end. Gathers are timed in 16 bit "
+                "(torchao's FP8 all-gather is not assumed) and HSDP as FSDP over the whole data-parallel group",
+                windows=_FSDP_WINDOWS)
 
 
 @lru_cache(maxsize=1)
 def megatron_fsdp_line() -> str:
     """When FSDP on Megatron-Core (Megatron-FSDP) reduces the gradients, as the step is timed."""
-    return ("FSDP on Megatron-Core runs as Megatron-FSDP (data_parallel_sharding_strategy optim_grads_params), which "
-            "reduce-scatters every micro-batch's gradients in that micro-batch's backward (its gradient buffer is "
-            "sharded, so it cannot accumulate them whole): " + _FSDP_WINDOWS
-            + ", and only the last layer's scatter waits at the step's end")
+    return said("FSDP on Megatron-Core runs as Megatron-FSDP (data_parallel_sharding_strategy optim_grads_params), "
+                "which reduce-scatters every micro-batch's gradients in that micro-batch's backward (its gradient "
+                "buffer is sharded, so it cannot accumulate them whole): {windows}, and only the last layer's scatter "
+                "waits at the step's end", windows=_FSDP_WINDOWS)
 
 
 @lru_cache(maxsize=8)
@@ -193,9 +200,10 @@ def pytorch_stack_line(elementwise_bytes: float, fused_bytes: float, fa2_efficie
     and how the device-measured transformers runs (``data/eager_stack.json``) fell around it."""
     from anchorgpu.planner.eager_stack import pytorch_speed_line
 
-    return (f"Speed of a PyTorch-native stack (--train-stack pytorch: torchtitan, FSDP training scripts, OLMo-core, "
-            f"llm-foundry): the norms, activations, rotary embeddings and casts around the products move "
-            f"{elementwise_bytes:.0f} bytes a token, layer and hidden unit, against {fused_bytes:.0f} in Megatron-Core "
-            f"with Transformer Engine (fitted on the PyTorch-native runs of the calibration set, the others held out), "
-            f"and attention runs as PyTorch's SDPA picks it on Hopper and newer, a FlashAttention-2-class kernel at "
-            f"{fa2_efficiency:.0%} of the BF16 peak (stated). " + pytorch_speed_line())
+    return said("Speed of a PyTorch-native stack (--train-stack pytorch: torchtitan, FSDP training scripts, OLMo-core, "
+                "llm-foundry): the norms, activations, rotary embeddings and casts around the products move "
+                "{elementwise:.0f} bytes a token, layer and hidden unit, against {fused:.0f} in Megatron-Core with "
+                "Transformer Engine (fitted on the PyTorch-native runs of the calibration set, the others held out), "
+                "and attention runs as PyTorch's SDPA picks it on Hopper and newer, a FlashAttention-2-class kernel at "
+                "{fa2:.0%} of the BF16 peak (stated). {measured}", elementwise=elementwise_bytes, fused=fused_bytes,
+                fa2=fa2_efficiency, measured=pytorch_speed_line())
