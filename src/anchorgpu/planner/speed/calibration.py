@@ -85,6 +85,7 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         window_attention_extra_tokens=_number(stated, "window_attention_extra_tokens", "stated"),
         alltoall_link_efficiency=_keyed(stated, "alltoall_link_efficiency"),
         trtllm_moe_s_per_routed_row=_keyed(stated, "trtllm_moe_s_per_routed_row"),
+        kernel_floor_ratio=_keyed(stated, "kernel_floor_ratio"),
         trtllm_gen_moe_expert_half_tokens=_keyed(stated, "trtllm_gen_moe_expert_half_tokens"),
         vllm_marlin_moe_peak_share=_keyed(stated, "vllm_marlin_moe_peak_share"),
         vllm_marlin_moe_expert_half_tokens=_keyed(stated, "vllm_marlin_moe_expert_half_tokens"),

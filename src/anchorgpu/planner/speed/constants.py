@@ -126,6 +126,9 @@ class Calibration:
     # TensorRT-LLM's MoE kernel: seconds a GPU's routed row (a token's copy for one expert) costs beyond the roofline,
     # by CUDA compute capability ("10.0": B200/GB200); a family absent costs none (engine_terms.trtllm_moe_s_per_token)
     trtllm_moe_s_per_routed_row: dict[str, float] = field(default_factory=dict)
+    # a launch-bound kernel's time on a GPU family over Hopper's (what per_layer_step_s is fitted on), by CUDA compute
+    # capability; scales the per-layer fixed cost (step_constants); a family absent: 1.0
+    kernel_floor_ratio: dict[str, float] = field(default_factory=dict)
     # TensorRT-LLM's TRTLLM-gen MoE kernel: its routed products' small-row falloff (half_tokens), by CUDA compute
     # capability, in place of the fitted moe_expert_half_tokens; a family absent keeps the fit (speed.moe_backend)
     trtllm_gen_moe_expert_half_tokens: dict[str, float] = field(default_factory=dict)

@@ -224,7 +224,9 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
                                                         attention_dp=setup.attention_dp, kv_fp8=setup.kv_fp8)
     return _StepConstants(
         matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
+        # the per-layer launches at the GPU family's small-kernel floor over Hopper's (kernel_floor_ratio)
         fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
+                                   * cal.kernel_floor_ratio.get(gpu.compute_capability or "", 1.0)
                                    * launch_ratio(model, cal.launches, block_fp8=setup.block_fp8,
                                                   absorbed_dequant=dequant, norms_in_allreduce=fused_norms)
                                    + dequant_s),
