@@ -82,8 +82,15 @@ def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swee
     # in place: each element divides the busiest step it replaces (no grid-sized temporary, no copy back)
     rate = np.divide(_grid_order((busy * per_replica).astype(np.float64)), total_tps, out=total_tps)
     if lighter.any():
-        fewer = np.where(lighter, per_replica - 1, 1)
-        pairs = tick_pairs(lay, conc, fewer)
+        # the pairs of the lighter replicas alone (sequences a replica one fewer), in order: each lighter entry's
+        every = tick_pairs(lay, conc, np.where(lighter, per_replica - 1, 1))
+        c_at, l_at = np.nonzero(lighter)
+        at = every.inverse[c_at, l_at]
+        needed = np.zeros(every.batch.size, dtype=bool)
+        needed[at] = True
+        used = np.flatnonzero(needed)
+        at = (np.cumsum(needed) - 1)[at]
+        pairs = TickPairs(groups=every.groups, group=every.group[used], batch=every.batch[used], inverse=every.inverse)
         budget_tokens = pair_budget_tokens(shapes, spec.workload, lay, pairs)
         step = np.empty((*total_tps.shape[1:3], 1, pairs.batch.size))
         # the busiest replicas' ticks and steps where they were formed from the same layouts (a Ticks reads its layouts
@@ -94,9 +101,9 @@ def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swee
             ticks = pair_ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs, prompt, output)
             _steady_step(ticks, pairs.batch.astype(np.float64)[None, :], prompt, output, budget_tokens, step)
             del ticks
-        own = _on_grid(step, pairs.inverse, np.empty_like(total_tps))
-        light = np.where(lighter, (lay.dp - busy) * (per_replica - 1), 0).astype(np.float64)
-        rate += np.divide(_grid_order(light), own, out=own)
+        # added at the lighter entries only (elsewhere it adds 0 / the step: nothing)
+        light = ((lay.dp - busy) * (per_replica - 1))[c_at, l_at].astype(np.float64)
+        rate[l_at, :, :, c_at] += np.divide(light, step[:, :, 0, at]).transpose(2, 0, 1)
     return rate
 
 
@@ -124,10 +131,12 @@ def _known_steps(made: tuple[TickPairs, Ticks, FloatArray], pairs: TickPairs, pr
     return out
 
 
-def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> FloatArray:
+def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray,
+             index: dict[tuple[int, int], IntArray] | None = None) -> FloatArray:
     """Figures of the pairs ``(W, K, 1, P)`` written into ``column``, in the sweep's order (layout, weights, kv,
     concurrency): each configuration's, its pair's (``inverse`` ``(C, L)``), one (weights, kv) at a time (no index
-    over the grid)."""
+    over the grid). ``index``: the gather's index over the grid, kept there for the next column of the same
+    ``inverse`` (formed once for the sweep's columns)."""
     by_pair = values.reshape(*column.shape[1:3], -1)
     if by_pair.shape[-1] == inverse.size and (inverse.ravel() == np.arange(inverse.size)).all():  # in grid order
         np.copyto(column, by_pair.reshape(*column.shape[1:3], *inverse.shape).transpose(3, 0, 1, 2))
@@ -141,7 +150,11 @@ def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> Float
     # one gather straight into the column: each element's flat place among the pairs of its (weights, kv),
     # (L, W x K, C); copied a (weights, kv) at a time, each row of C elements was a copy call of its own
     rows, pairs = column.shape[1] * column.shape[2], by_pair.shape[-1]
-    at = inverse.T[:, None, :] + np.arange(0, rows * pairs, pairs)[None, :, None]
+    at = None if index is None else index.get((rows, pairs))
+    if at is None:
+        at = inverse.T[:, None, :] + np.arange(0, rows * pairs, pairs)[None, :, None]
+        if index is not None:
+            index[rows, pairs] = at
     np.take(by_pair.reshape(-1), at, out=column.reshape(column.shape[0], rows, -1), mode="clip")  # every index valid
     return column
 
@@ -256,9 +269,11 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     np.divide(1.0, user_step, out=user_step)  # 1 / step of each pair, as of each
     if timed is not None:  # on every pair again, those not timed NaN
         step, user_step, ttft = _on_all_pairs((step, user_step, ttft), timed, pairs_all.batch.size)
-    ttft = _on_grid(ttft, pairs.inverse, ttft_column)
-    _on_grid(step, pairs.inverse, total_tps)
-    _on_grid(user_step, pairs.inverse, per_user)
+    index: dict[tuple[int, int], IntArray] = {}  # the gather's index, formed once for the three columns
+    ttft = _on_grid(ttft, pairs.inverse, ttft_column, index)
+    _on_grid(step, pairs.inverse, total_tps, index)
+    _on_grid(user_step, pairs.inverse, per_user, index)
+    del index
     _replicas_rate(model, shapes, spec, lay, weights, kv, mem.weights, conc, per_replica, prompt, output, total_tps,
                    (pairs, base, steady), any_fit)
     del base
