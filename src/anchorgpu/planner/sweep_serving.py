@@ -239,7 +239,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     np.less_equal(total_view, mem.budget, out=fits_view)
     if mem.reserve is not None:  # SGLang: a prefill peak above its reserve would run out of memory (plan refuses it)
         fits_view &= mem.activations <= mem.reserve
-    any_fit = fits_view.any(axis=(0, 1)) if fitting_only else None  # (C, L): at some precision
+    any_fit: BoolArray | None = np.any(fits_view, axis=(0, 1)) if fitting_only else None  # (C, L): some precision
     timed = _fitting_pairs(pairs, any_fit)  # the pairs timed, in order (None: every one)
     if timed is not None:
         pairs_all = pairs
