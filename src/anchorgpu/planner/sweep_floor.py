@@ -206,45 +206,38 @@ class _Bracket:
     def narrow(self, asked: IntArray, met: BoolArray, slack: FloatArray, open_: BoolArray) -> None:
         """Each open bracket narrowed to the counts ``asked`` (``(M, R, L)``, ascending, inside it) first miss the
         limits at (``hi``; unchanged where none does) and the one before it (``lo``; unchanged where the first
-        asked misses), keeping the next nearest asked count each side. Only the open brackets are read and written
-        (each one's figures taken out first: a bracket reads only its own)."""
-        row, col = np.nonzero(open_)
-        asked, met, slack = asked[:, row, col], met[:, row, col], slack[:, row, col]  # (M, N): the open brackets' alone
-        self_lo, self_s_lo, self_lo2, self_s_lo2 = self.lo[row, col], self.s_lo[row, col], self.lo2[row, col], self.s_lo2[row, col]
-        self_hi, self_s_hi, self_hi2, self_s_hi2 = self.hi[row, col], self.s_hi[row, col], self.hi2[row, col], self.s_hi2[row, col]
+        asked misses), keeping the next nearest asked count each side."""
         m = asked.shape[0]
         first = np.where(met.all(axis=0), m, np.argmax(~met, axis=0))  # the first asked count that misses (m: none)
         below = np.maximum(first - 1, 0)[None]
         moved = first > 0
-        lo = np.where(moved, np.take_along_axis(asked, below, 0)[0], self_lo)
-        s_lo = np.where(moved, np.take_along_axis(slack, below, 0)[0], self_s_lo)
+        lo = np.where(moved, np.take_along_axis(asked, below, 0)[0], self.lo)
+        s_lo = np.where(moved, np.take_along_axis(slack, below, 0)[0], self.s_lo)
         # the next below: the largest asked count under the new lo (they all met), else the old lo, else its next
-        under = np.where((np.arange(m)[:, None] < first) & (asked < lo), asked, 0)
+        under = np.where((np.arange(m)[:, None, None] < first) & (asked < lo), asked, 0)
         at = np.argmax(under, axis=0)[None]
-        lo2 = np.where(self_lo < lo, self_lo, self_lo2)
-        s_lo2 = np.where(self_lo < lo, self_s_lo, self_s_lo2)
+        lo2 = np.where(self.lo < lo, self.lo, self.lo2)
+        s_lo2 = np.where(self.lo < lo, self.s_lo, self.s_lo2)
         nearer = under.max(axis=0) > lo2
         lo2 = np.where(nearer, np.take_along_axis(under, at, 0)[0], lo2)
         s_lo2 = np.where(nearer, np.take_along_axis(slack, at, 0)[0], s_lo2)
         missed = first < m
         at_hi = np.minimum(first, m - 1)[None]
-        hi = np.where(missed, np.take_along_axis(asked, at_hi, 0)[0], self_hi)
-        s_hi = np.where(missed, np.take_along_axis(slack, at_hi, 0)[0], self_s_hi)
+        hi = np.where(missed, np.take_along_axis(asked, at_hi, 0)[0], self.hi)
+        s_hi = np.where(missed, np.take_along_axis(slack, at_hi, 0)[0], self.s_hi)
         # the next above: the smallest asked count over the new hi, else the old hi, else its next
         none = np.iinfo(np.int64).max
         over = np.where(asked > hi, asked, none)
         at = np.argmin(over, axis=0)[None]
-        hi2 = np.where(self_hi > hi, self_hi, np.where(self_hi2 > 0, self_hi2, none))
-        s_hi2 = np.where(self_hi > hi, self_s_hi, self_s_hi2)
+        hi2 = np.where(self.hi > hi, self.hi, np.where(self.hi2 > 0, self.hi2, none))
+        s_hi2 = np.where(self.hi > hi, self.s_hi, self.s_hi2)
         nearer = over.min(axis=0) < hi2
         hi2 = np.where(nearer, np.take_along_axis(over, at, 0)[0], hi2)
         s_hi2 = np.where(nearer, np.take_along_axis(slack, at, 0)[0], s_hi2)
         hi2 = np.where(hi2 == none, 0, hi2)
         for name, new in (("lo", lo), ("s_lo", s_lo), ("lo2", lo2), ("s_lo2", s_lo2), ("hi", hi), ("s_hi", s_hi),
                           ("hi2", hi2), ("s_hi2", s_hi2)):
-            whole = getattr(self, name).copy()
-            whole[row, col] = new
-            setattr(self, name, whole)
+            setattr(self, name, np.where(open_, new, getattr(self, name)))
 
 
 def _crossing(x0: IntArray, s0: FloatArray, x1: IntArray, s1: FloatArray, otherwise: IntArray) -> IntArray:
