@@ -169,12 +169,15 @@ def _fitting_pairs(pairs: TickPairs, any_fit: BoolArray | None) -> IntArray | No
     return None if bool(needed.all()) else np.flatnonzero(needed)
 
 
-def _on_all_pairs(values: tuple[FloatArray, ...], timed: IntArray, pairs: int) -> tuple[FloatArray, ...]:
-    """Each of ``values`` ``(W, K, 1, P')`` of the pairs ``timed`` on all ``pairs`` ``(W, K, 1, P)``, NaN elsewhere."""
-    out = np.full((len(values), *values[0].shape[:-1], pairs), np.nan)
-    for whole, part in zip(out, values, strict=True):
-        whole[..., timed] = part
-    return tuple(out)
+def _with_untimed(values: tuple[FloatArray, FloatArray, FloatArray], timed: IntArray, pairs: int, inverse: IntArray
+                  ) -> tuple[FloatArray, FloatArray, FloatArray, IntArray]:
+    """Each of ``values`` ``(W, K, 1, P')`` of the pairs ``timed`` (of ``pairs``) with a NaN after them, and
+    ``inverse`` ``(C, L)`` onto them: a pair timed at its place among them, the others at the NaN."""
+    at = np.full(pairs, timed.size, dtype=np.int64)
+    at[timed] = np.arange(timed.size)
+    nan = np.full((*values[0].shape[:-1], 1), np.nan)
+    step, user_step, ttft = (np.concatenate((v, nan), axis=-1) for v in values)
+    return step, user_step, ttft, at[inverse]
 
 
 def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -> tuple[Array, Array]:
@@ -239,7 +242,9 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     np.less_equal(total_view, mem.budget, out=fits_view)
     if mem.reserve is not None:  # SGLang: a prefill peak above its reserve would run out of memory (plan refuses it)
         fits_view &= mem.activations <= mem.reserve
-    any_fit: BoolArray | None = np.any(fits_view, axis=(0, 1)) if fitting_only else None  # (C, L): some precision
+    # (C, L): where one fits at some precision (reduced over the column's own memory order)
+    any_fit: BoolArray | None = (np.logical_or.reduce(fits.reshape(grid[0], -1, grid[3]), axis=1).T
+                                 if fitting_only else None)
     timed = _fitting_pairs(pairs, any_fit)  # the pairs timed, in order (None: every one)
     if timed is not None:
         pairs_all = pairs
@@ -267,12 +272,13 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
     np.divide(1.0, user_step, out=user_step)  # 1 / step of each pair, as of each
-    if timed is not None:  # on every pair again, those not timed NaN
-        step, user_step, ttft = _on_all_pairs((step, user_step, ttft), timed, pairs_all.batch.size)
+    inverse = pairs.inverse
+    if timed is not None:  # each entry of a pair not timed at a NaN put after the pairs timed
+        step, user_step, ttft, inverse = _with_untimed((step, user_step, ttft), timed, pairs_all.batch.size, inverse)
     index: dict[tuple[int, int], IntArray] = {}  # the gather's index, formed once for the three columns
-    ttft = _on_grid(ttft, pairs.inverse, ttft_column, index)
-    _on_grid(step, pairs.inverse, total_tps, index)
-    _on_grid(user_step, pairs.inverse, per_user, index)
+    ttft = _on_grid(ttft, inverse, ttft_column, index)
+    _on_grid(step, inverse, total_tps, index)
+    _on_grid(user_step, inverse, per_user, index)
     del index
     _replicas_rate(model, shapes, spec, lay, weights, kv, mem.weights, conc, per_replica, prompt, output, total_tps,
                    (pairs, base, steady), any_fit)
