@@ -94,14 +94,16 @@ def __getattr__(name: str) -> tuple[int, ...]:
 
 
 def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | None = None, *,
-          progress: Progress | None = None, flatten: bool = True) -> SweepResult:
+          progress: Progress | None = None, flatten: bool = True, fitting_only: bool = False) -> SweepResult:
     """Evaluate every configuration of ``spec`` on ``shapes``; see the module docstring for the grid.
 
     The workload is validated once through :func:`anchorgpu.planner.plan` (same one-line errors, same
     defaults); its assumptions and warnings that hold for every configuration are returned.
     ``progress(done, total)`` is called a few times for long sweeps. ``flatten=False`` leaves each result
     column on the grid's axes until it is read (:class:`~anchorgpu.planner.grid_columns.GridColumns`), for a
-    caller that reads a few of them (``recommend``); the values are the same.
+    caller that reads a few of them (``recommend``); the values are the same. ``fitting_only``: a serving sweep
+    leaves out speed figures no configuration that fits reads (NaN in their place: ``serving_columns``), for a caller
+    that reads none of a configuration that does not fit (``recommend``); every figure of one that fits is the same.
     """
     spec = spec or SweepSpec()
     w = spec.workload
@@ -198,7 +200,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         floor = limits if ladder_swept and limits.any else None
         saturated *= 1 if floor is None else 2
         cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, contexts, prompt, output, progress,
-                               media, cross, saturation=bool(saturated), limits=floor)
+                               media, cross, saturation=bool(saturated), limits=floor, fitting_only=fitting_only)
         inner = len(weights) * len(kvs) * (len(concs) + saturated)
         # a mixture of experts: attention data parallelism on one server, planned whole
         lay, cols = with_attention_dp(model, shapes, spec, lay, cols, weights, kvs, concs, probe_w, contexts, prompt,

@@ -63,7 +63,8 @@ Progress = Callable[[int, int], None]
 def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                    weights: tuple[str, ...], kv: KvFactors, weights_bytes: FloatArray, conc: IntArray,
                    per_replica: IntArray, prompt: int, output: int, total_tps: FloatArray,
-                   made: tuple[TickPairs, Ticks, FloatArray] | None = None) -> FloatArray:
+                   made: tuple[TickPairs, Ticks, FloatArray] | None = None,
+                   any_fit: BoolArray | None = None) -> FloatArray:
     """Output tokens/s over the replicas, written into ``total_tps`` (which holds the busiest replica's step, in the
     sweep's order), as :func:`~anchorgpu.planner.speed.batching.serving_estimate` adds them: ``busy`` replicas run
     ``per_replica`` sequences at the busiest step, the rest one fewer at their own (shorter) step, each replica on
@@ -72,14 +73,24 @@ def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swee
     busiest replicas' pairs, their ticks before they were put on pairs (:func:`group_ticks`) and their steady steps
     ``(W, K, 1, P)``: where the lighter replicas' pairs come from the same layouts, a pair among the busiest's (the same
     (shape, TP, PP, EP) and sequences a replica, so the same figures) takes its step from there, and the others' ticks
-    are taken from those rows (no tick formed again)."""
+    are taken from those rows (no tick formed again). ``any_fit`` ``(C, L)``: where given, only the configurations
+    that fit at some precision add their lighter replicas' rate (the others' total is not read)."""
     busy = conc - lay.dp * (per_replica - 1)  # (C, L)
     lighter = (busy < lay.dp) & (per_replica > 1)
+    if any_fit is not None:
+        lighter &= any_fit
     # in place: each element divides the busiest step it replaces (no grid-sized temporary, no copy back)
     rate = np.divide(_grid_order((busy * per_replica).astype(np.float64)), total_tps, out=total_tps)
     if lighter.any():
-        fewer = np.where(lighter, per_replica - 1, 1)
-        pairs = tick_pairs(lay, conc, fewer)
+        # the pairs of the lighter replicas alone (sequences a replica one fewer), in order: each lighter entry's
+        every = tick_pairs(lay, conc, np.where(lighter, per_replica - 1, 1))
+        c_at, l_at = np.nonzero(lighter)
+        at = every.inverse[c_at, l_at]
+        needed = np.zeros(every.batch.size, dtype=bool)
+        needed[at] = True
+        used = np.flatnonzero(needed)
+        at = (np.cumsum(needed) - 1)[at]
+        pairs = TickPairs(groups=every.groups, group=every.group[used], batch=every.batch[used], inverse=every.inverse)
         budget_tokens = pair_budget_tokens(shapes, spec.workload, lay, pairs)
         step = np.empty((*total_tps.shape[1:3], 1, pairs.batch.size))
         # the busiest replicas' ticks and steps where they were formed from the same layouts (a Ticks reads its layouts
@@ -90,9 +101,9 @@ def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swee
             ticks = pair_ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs, prompt, output)
             _steady_step(ticks, pairs.batch.astype(np.float64)[None, :], prompt, output, budget_tokens, step)
             del ticks
-        own = _on_grid(step, pairs.inverse, np.empty_like(total_tps))
-        light = np.where(lighter, (lay.dp - busy) * (per_replica - 1), 0).astype(np.float64)
-        rate += np.divide(_grid_order(light), own, out=own)
+        # added at the lighter entries only (elsewhere it adds 0 / the step: nothing)
+        light = ((lay.dp - busy) * (per_replica - 1))[c_at, l_at].astype(np.float64)
+        rate[l_at, :, :, c_at] += np.divide(light, step[:, :, 0, at]).transpose(2, 0, 1)
     return rate
 
 
@@ -120,10 +131,12 @@ def _known_steps(made: tuple[TickPairs, Ticks, FloatArray], pairs: TickPairs, pr
     return out
 
 
-def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> FloatArray:
+def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray,
+             index: dict[tuple[int, int], IntArray] | None = None) -> FloatArray:
     """Figures of the pairs ``(W, K, 1, P)`` written into ``column``, in the sweep's order (layout, weights, kv,
     concurrency): each configuration's, its pair's (``inverse`` ``(C, L)``), one (weights, kv) at a time (no index
-    over the grid)."""
+    over the grid). ``index``: the gather's index over the grid, kept there for the next column of the same
+    ``inverse`` (formed once for the sweep's columns)."""
     by_pair = values.reshape(*column.shape[1:3], -1)
     if by_pair.shape[-1] == inverse.size and (inverse.ravel() == np.arange(inverse.size)).all():  # in grid order
         np.copyto(column, by_pair.reshape(*column.shape[1:3], *inverse.shape).transpose(3, 0, 1, 2))
@@ -137,9 +150,34 @@ def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> Float
     # one gather straight into the column: each element's flat place among the pairs of its (weights, kv),
     # (L, W x K, C); copied a (weights, kv) at a time, each row of C elements was a copy call of its own
     rows, pairs = column.shape[1] * column.shape[2], by_pair.shape[-1]
-    at = inverse.T[:, None, :] + np.arange(0, rows * pairs, pairs)[None, :, None]
+    at = None if index is None else index.get((rows, pairs))
+    if at is None:
+        at = inverse.T[:, None, :] + np.arange(0, rows * pairs, pairs)[None, :, None]
+        if index is not None:
+            index[rows, pairs] = at
     np.take(by_pair.reshape(-1), at, out=column.reshape(column.shape[0], rows, -1), mode="clip")  # every index valid
     return column
+
+
+def _fitting_pairs(pairs: TickPairs, any_fit: BoolArray | None) -> IntArray | None:
+    """The pairs (in order) that some configuration that fits reads (``any_fit`` ``(C, L)``: where one fits at some
+    precision), or None where that is every pair (or ``any_fit`` is None: every pair timed)."""
+    if any_fit is None:
+        return None
+    needed = np.zeros(pairs.batch.size, dtype=bool)
+    needed[pairs.inverse[any_fit]] = True
+    return None if bool(needed.all()) else np.flatnonzero(needed)
+
+
+def _with_untimed(values: tuple[FloatArray, FloatArray, FloatArray], timed: IntArray, pairs: int, inverse: IntArray
+                  ) -> tuple[FloatArray, FloatArray, FloatArray, IntArray]:
+    """Each of ``values`` ``(W, K, 1, P')`` of the pairs ``timed`` (of ``pairs``) with a NaN after them, and
+    ``inverse`` ``(C, L)`` onto them: a pair timed at its place among them, the others at the NaN."""
+    at = np.full(pairs, timed.size, dtype=np.int64)
+    at[timed] = np.arange(timed.size)
+    nan = np.full((*values[0].shape[:-1], 1), np.nan)
+    step, user_step, ttft = (np.concatenate((v, nan), axis=-1) for v in values)
+    return step, user_step, ttft, at[inverse]
 
 
 def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -> tuple[Array, Array]:
@@ -153,7 +191,8 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
                     contexts: tuple[int, ...], prompt: int, output: int, progress: Progress | None,
                     media: MediaLoad | None = None, cross: CrossRequest | None = None,
-                    saturation: bool = False, limits: UserLimits | None = None) -> dict[str, Array]:
+                    saturation: bool = False, limits: UserLimits | None = None,
+                    fitting_only: bool = False) -> dict[str, Array]:
     """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary
     along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on.
     ``contexts``: the tokens a sequence is sized at, one per concurrency of ``concs`` (as plan sizes it at that
@@ -165,7 +204,11 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     sized at the last of ``contexts``; each is evaluated at every precision, as any concurrency is. With ``limits``
     too (a per-user speed floor, a TTFT limit), after those one more per (weights, KV dtype): the most sequences each
     layout runs at that precision, within its saturation, while every user sees them met
-    (:func:`~anchorgpu.planner.sweep_floor.limit_rungs`), sized as the saturation rungs are."""
+    (:func:`~anchorgpu.planner.sweep_floor.limit_rungs`), sized as the saturation rungs are. ``fitting_only``: the
+    speed figures of a configuration that does not fit are left NaN where no configuration of its pair fits at any
+    precision (those pairs are not timed), and its total rate where it is its replicas' uneven split that no
+    configuration of the lighter replicas' pair that fits needs (a caller that reads no figure of a configuration that
+    does not fit: ``recommend``); every other figure is the one formed without it."""
     w: Workload = spec.workload
     if cross is not None:
         prompt, output = cross.prompt_tokens, cross.output_tokens
@@ -190,6 +233,23 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     # the ticks once per distinct (shape, TP, PP, EP, sequences a replica), on one axis of those pairs ``(1, P)``, then
     # taken onto the grid: the same operations per element, on fewer elements
     pairs = tick_pairs(lay, conc, per_replica)
+    # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
+    total_b, ttft_column, total_tps, per_user = np.empty((4, *grid))
+    total_view = total_b.transpose(1, 2, 3, 0)
+    np.add(mem.weights, mem.kv_cache, out=total_view)
+    total_view += mem.activations + mem.other
+    fits, fits_view = _in_grid_order(grid, bool)
+    np.less_equal(total_view, mem.budget, out=fits_view)
+    if mem.reserve is not None:  # SGLang: a prefill peak above its reserve would run out of memory (plan refuses it)
+        fits_view &= mem.activations <= mem.reserve
+    # (C, L): where one fits at some precision (reduced over the column's own memory order)
+    any_fit: BoolArray | None = (np.logical_or.reduce(fits.reshape(grid[0], -1, grid[3]), axis=1).T
+                                 if fitting_only else None)
+    timed = _fitting_pairs(pairs, any_fit)  # the pairs timed, in order (None: every one)
+    if timed is not None:
+        pairs_all = pairs
+        pairs = TickPairs(groups=pairs.groups, group=pairs.group[timed], batch=pairs.batch[timed],
+                          inverse=pairs.inverse)
     budget_tokens = pair_budget_tokens(shapes, w, lay, pairs)
     batch = pairs.batch.astype(np.float64)[None, :]
     # what outlives the ticks made before them, so that the ticks' memory, freed, is left in one piece
@@ -209,22 +269,19 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if output == 1:  # one token a request: a user's step is the request's (speed.batching.others_output_tokens)
         np.copyto(user_step, step)
     del ticks  # its terms per pair, before the grid's columns are formed
-    # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
-    total_b, ttft_column, total_tps, per_user = np.empty((4, *grid))
-    total_view = total_b.transpose(1, 2, 3, 0)
-    np.add(mem.weights, mem.kv_cache, out=total_view)
-    total_view += mem.activations + mem.other
-    fits, fits_view = _in_grid_order(grid, bool)
-    np.less_equal(total_view, mem.budget, out=fits_view)
-    if mem.reserve is not None:  # SGLang: a prefill peak above its reserve would run out of memory (plan refuses it)
-        fits_view &= mem.activations <= mem.reserve
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
-    ttft = _on_grid(ttft, pairs.inverse, ttft_column)
-    _on_grid(step, pairs.inverse, total_tps)
-    _on_grid(np.divide(1.0, user_step, out=user_step), pairs.inverse, per_user)  # 1 / step of each pair, as of each
+    np.divide(1.0, user_step, out=user_step)  # 1 / step of each pair, as of each
+    inverse = pairs.inverse
+    if timed is not None:  # each entry of a pair not timed at a NaN put after the pairs timed
+        step, user_step, ttft, inverse = _with_untimed((step, user_step, ttft), timed, pairs_all.batch.size, inverse)
+    index: dict[tuple[int, int], IntArray] = {}  # the gather's index, formed once for the three columns
+    ttft = _on_grid(ttft, inverse, ttft_column, index)
+    _on_grid(step, inverse, total_tps, index)
+    _on_grid(user_step, inverse, per_user, index)
+    del index
     _replicas_rate(model, shapes, spec, lay, weights, kv, mem.weights, conc, per_replica, prompt, output, total_tps,
-                   (pairs, base, steady))
+                   (pairs, base, steady), any_fit)
     del base
     nan = np.full(1, np.nan)
     return {

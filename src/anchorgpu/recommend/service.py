@@ -208,7 +208,9 @@ def recommend(
     spec = replace(spec, weights=choice.weights, kv_caches=kvs,
                    min_tokens_per_s_per_user=min_tokens_per_s_per_user if serving else None,
                    max_ttft_s=max_ttft_s if serving else None)
-    result = sweep(model, shapes, spec, progress=progress, flatten=False)  # reads a few columns and rows
+    # reads a few columns and rows, and no speed figure of a configuration that does not fit (closest_miss and
+    # miss_reason read such a row's memory only)
+    result = sweep(model, shapes, spec, progress=progress, flatten=False, fitting_only=True)
     c = result.columns
     if result.task == "inference":  # a replica runs at most its engine's max_num_seqs at once; past it users queue
         caps = np.array([engine_cap(spec.workload, sh.gpu) for sh in shapes], dtype=np.int64)
