@@ -132,7 +132,7 @@ class Ticks:
             ratio_lw = np.where((lay.tp > 1)[:, None], fused_w[None, :], ratio_w[None, :])
         else:
             ratio_lw = np.broadcast_to(ratio_w[None, :], (lay.tp.size, ratio_w.size))
-        per_layer = model.num_layers / lay.pp * per_layout(lambda k: k.per_layer_step_s)
+        per_layer = model.num_layers / lay.pp * np.array([cal.per_layer_step_s(gpu) for gpu in gpus])[s]
         sglang = spec.workload.engine == "sglang"
         # SGLang on AMD GPUs dequantises an FP8 MLA model's absorbed weights every step: more launches, and bytes
         dequant = absorbed_dequant_terms(model, shapes, lay, weights, cal.launches, block_fp8,

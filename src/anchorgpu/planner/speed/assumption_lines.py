@@ -140,7 +140,7 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str, *, bl
                 "step: the step is the longer of the two{caveat}", label=label, mbu=k.decode_mbu,
                 bandwidth_tb_s=gpu.memory_bandwidth_bytes_per_s / 1e12,
                 share=cal.serve_precision_efficiency(gpu, precision, block_fp8=block_fp8), precision=precision.upper(),
-                step_ms=k.per_step_s * 1e3, layer_us=k.per_layer_step_s * 1e6,
+                step_ms=k.per_step_s * 1e3, layer_us=cal.per_layer_step_s(gpu) * 1e6,
                 host_us=cal.host_s_per_sequence_step[host] * 1e6,
                 host=said("a Grace superchip") if host == "superchip" else said("an x86 host"),
                 caveat=said("; {caveat}", caveat=caveat_said(caveat)) if caveat else "")

@@ -219,6 +219,12 @@ class Calibration:
     def stack(self, gpu: GpuSpec) -> StackConstants:
         return self.stacks[stack_of(gpu)]
 
+    def per_layer_step_s(self, gpu: GpuSpec) -> float:
+        """A serving step's fixed cost per layer on ``gpu``: its stack's fitted ``per_layer_step_s`` (fitted on mostly
+        Hopper rows) at the GPU family's small-kernel floor over Hopper's (:attr:`kernel_floor_ratio`, by CUDA compute
+        capability; a family absent: 1.0). The plan (step_constants), the sweep and the assumption line read it."""
+        return self.stack(gpu).per_layer_step_s * self.kernel_floor_ratio.get(gpu.compute_capability or "", 1.0)
+
     def band(self, gpu: GpuSpec, phase: str, kind: str | None = None) -> Band:
         """The band of ``phase`` (train, serve) for the GPU's stack and, where the held-out rows of a ``kind`` of
         run (``moe``: a mixture of experts, trained or served; ``pp``: serving over pipeline stages; ``cp``: dense

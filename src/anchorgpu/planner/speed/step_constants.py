@@ -225,8 +225,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     return _StepConstants(
         matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
         # the per-layer launches at the GPU family's small-kernel floor over Hopper's (kernel_floor_ratio)
-        fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
-                                   * cal.kernel_floor_ratio.get(gpu.compute_capability or "", 1.0)
+        fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * cal.per_layer_step_s(gpu)
                                    * launch_ratio(model, cal.launches, block_fp8=setup.block_fp8,
                                                   absorbed_dequant=dequant, norms_in_allreduce=fused_norms)
                                    + dequant_s),
