@@ -1,7 +1,7 @@
 """``recommend`` picks each offering's training layout by ``plan``'s chooser's rule (stop 57 recmargin,
 benchmarks/hardening/stop57_recmargin.md): against the first layout that fits (the fastest before the climb past
 micro-batch 4), another split replaces it only where predicted faster by more than the training layout margin
-(10.0%, calibration.json ``training_layout_margin``) or simpler and faster at all
+(9.7% after stop 63's refit, calibration.json ``training_layout_margin``) or simpler and faster at all
 (``planner.speed.chooser_margin.pick_split``). Before, recommend ranked with no margin, so a row could show another
 layout than ``plan`` on the same GPUs (stop57_qa20.md item 3 and its "Left" 1)."""
 
@@ -38,31 +38,32 @@ def _same(row: dict, p: dict) -> None:
 
 def test_mixtral_on_16_b200_keeps_plans_zero1_within_the_margin(capsys: pytest.CaptureFixture[str]) -> None:
     """stop57_qa20.md item 3: on 2 x 8 B200 recommend showed ZeRO-2 at micro-batch 8 (251,142 tok/s, 97.5% of
-    memory) where plan keeps ZeRO-1 at micro-batch 4 (218,172 after stop 61's refit cd9b23fe; 218,234 with Blackwell's BF16 GEMM share at stop 61's mboss, 247,633 after stop 60's refit 96bb4014, 247,542 before; within 10.0%). Now the
+    memory) where plan keeps ZeRO-1 at micro-batch 4 (217,943 after stop 63's refit, ZeRO-2 at 8 predicted 1.2% faster; 217,682 after stop 62's; 218,172 after stop 61's refit cd9b23fe; 218,234 with Blackwell's BF16 GEMM share at stop 61's mboss, 247,633 after stop 60's refit 96bb4014, 247,542 before; within the margin, 9.7% after stop 63's refit). Now the
     row is plan's."""
     row, p = _row_and_plan(capsys, "mixtral-8x7b", "b200", 16)
     _same(row, p)
-    assert (row["layout"]["zero"], row["concurrency"], round(row["train_tokens_per_s"])) == (1, 4, 217_682)  # plan's figure after stop 62's refit (217,522 with the per-GPU training attention rate, stop 62 bwtrain, shipped constants; 218,172 after stop 61's refit cd9b23fe, 218,234 with Blackwell's BF16 GEMM share at stop 61's mboss; 247,633 after stop 60's refit 96bb4014)
+    assert (row["layout"]["zero"], row["concurrency"], round(row["train_tokens_per_s"])) == (1, 4, 217_943)  # plan's figure after stop 63's refit (217,682 after stop 62's refit, 217,522 with the per-GPU training attention rate, stop 62 bwtrain, shipped constants; 218,172 after stop 61's refit cd9b23fe, 218,234 with Blackwell's BF16 GEMM share at stop 61's mboss; 247,633 after stop 60's refit 96bb4014)
 
 
 def test_qwen3_30b_on_32_a100_keeps_plans_pp1_over_an_interleaved_split_6_percent_faster(
         capsys: pytest.CaptureFixture[str]) -> None:
     """Found by benchmarks/hardening/recmargin_agree.py on main: 4 x 8 A100 showed PP 4 (v 4) EP 8 at micro-batch 8,
     177,254 tok/s, where plan keeps PP 1 x DP 32 EP 8 at micro-batch 4, 167,270 then (167,966 after stop 61's refit cd9b23fe, 167,331 after stop 60's refit 96bb4014; +6.0%: within
-    the margin)."""
+    the margin). After stop 63's refit plan's figure is 168,636 and the interleaved split's 178,017 (+5.6%, PP 4 v 4 at
+    micro-batch 8; the margin 9.7%)."""
     row, p = _row_and_plan(capsys, "qwen3-30b-a3b", "a100", 32)
     _same(row, p)
-    assert (row["layout"]["pp"], row["concurrency"], round(row["train_tokens_per_s"])) == (1, 4, 168_458)  # plan's figure after stop 62's refit (167,966 after stop 61's refit cd9b23fe, 167,331 after stop 60's refit 96bb4014)
+    assert (row["layout"]["pp"], row["concurrency"], round(row["train_tokens_per_s"])) == (1, 4, 168_636)  # plan's figure after stop 63's refit (168,458 after stop 62's refit, 167,966 after stop 61's refit cd9b23fe, 167,331 after stop 60's refit 96bb4014)
 
 
 def test_a_split_beyond_the_margin_replaces_the_first_in_both(capsys: pytest.CaptureFixture[str]) -> None:
     """Control, the rule's other branch (stop56_trainmargin.md section 3): Qwen3-30B-A3B on 64 H100, PP 2 v 8 at
-    micro-batch 8 (767,216 tok/s after stop 61's refit cd9b23fe; 763,815 after stop 60's refit 96bb4014, 763,905 before, 763,926 at stop 56) is predicted about 17% faster than the first that fits
+    micro-batch 8 (769,017 tok/s after stop 63's refit, 16.5% over PP 1's 660,158; 769,305 after stop 62's refit, 767,216 after stop 61's refit cd9b23fe; 763,815 after stop 60's refit 96bb4014, 763,905 before, 763,926 at stop 56) is predicted about 17% faster than the first that fits
     (PP 1 at micro-batch 4): plan and recommend both take it."""
     row, p = _row_and_plan(capsys, "qwen3-30b-a3b", "h100", 64, "--max-servers", "8")
     _same(row, p)
     assert (row["layout"]["pp"], row["layout"]["virtual_stages"], row["concurrency"]) == (2, 8, 8)
-    assert round(row["train_tokens_per_s"]) == 769_305  # plan's figure after stop 62's refit (767,216 after stop 61's refit cd9b23fe, 763,815 after stop 60's refit 96bb4014, 763,905 at 1f52bc53)
+    assert round(row["train_tokens_per_s"]) == 769_017  # plan's figure after stop 63's refit (769,305 after stop 62's refit, 767,216 after stop 61's refit cd9b23fe, 763,815 after stop 60's refit 96bb4014, 763,905 at 1f52bc53)
 
 
 def test_the_margin_is_what_holds_the_first() -> None:
@@ -81,8 +82,8 @@ def test_the_margin_is_what_holds_the_first() -> None:
 
 
 def test_a_lora_tie_goes_to_the_zero_stage_plan_tries(capsys: pytest.CaptureFixture[str]) -> None:
-    """LoRA's optimizer state is tiny, so ZeRO-1 and no sharding time alike on 8 H100 (133,520 tok/s, plan's figure
-    after stop 61's refit cd9b23fe; 133,609 after stop 60's refit 96bb4014, 133,610 at 1f52bc53). The sweep has rows with no sharding over DP 8, which plan's chooser never tries (ZeRO 1-3
+    """LoRA's optimizer state is tiny, so ZeRO-1 and no sharding time alike on 8 H100 (133,525 tok/s, plan's figure
+    after stop 63's refit; 133,520 after stop 61's refit cd9b23fe; 133,609 after stop 60's refit 96bb4014, 133,610 at 1f52bc53). The sweep has rows with no sharding over DP 8, which plan's chooser never tries (ZeRO 1-3
     wherever DP x CP > 1): the rule weighs only what plan tries, so the row is plan's ZeRO-1 (a first draft of this
     branch took ZeRO-0 on 65 of 87 LoRA rows, benchmarks/hardening/stop57_recmargin.md)."""
     rows = run_json(capsys, "recommend", "llama-3.1-8b", "--task", "lora", "--tokens", "100M", "--gpu", "h100",
@@ -90,19 +91,21 @@ def test_a_lora_tie_goes_to_the_zero_stage_plan_tries(capsys: pytest.CaptureFixt
     row = next(r for r in rows if r["gpus"] == 8 and r["offering"].endswith("-8x-bm"))
     p = run_json(capsys, "plan", "llama-3.1-8b", "--task", "lora", "--tokens", "100M", "--gpu", "h100", "--gpus", "8")
     _same(row, p)
-    assert row["layout"]["zero"] == 1 and round(row["train_tokens_per_s"]) == 133_520  # plan's figure after stop 61's refit cd9b23fe (133,609 after stop 60's refit 96bb4014)
+    assert row["layout"]["zero"] == 1 and round(row["train_tokens_per_s"]) == 133_525  # plan's figure after stop 63's refit (133,520 after stop 61's refit cd9b23fe, 133,609 after stop 60's refit 96bb4014)
 
 
 def test_qwen3_235b_on_32_b200_plan_meets_the_fsdp_climb_recommend_shows(capsys: pytest.CaptureFixture[str]) -> None:
     """stop57_recmargin.md "The one left" (stop 58 widen): on 4 x 8 B200 recommend's row is TP 1 x DP 32 EP 8 FSDP at
-    micro-batch 8 (121,241 tok/s then, 121,246 after stop 60's refit 96bb4014, 113,171 after stop 61's refit cd9b23fe; full recompute), 16.5% over the first that fits (PP 2 v 8 x DP 16 EP 8 ZeRO-1 at
+    micro-batch 8 (121,241 tok/s then, 121,246 after stop 60's refit 96bb4014, 113,171 after stop 61's refit cd9b23fe, 112,799 after stop 63's; full recompute), 16.5% over the first that fits (PP 2 v 8 x DP 16 EP 8 ZeRO-1 at
     micro-batch 4, 104,100), beyond the margin; plan's wider search stopped after CLIMBED_LAYOUTS = 8 layouts and kept
     the first. The chooser now meets every split whose climb could beat the first (speed/chooser_climb.py), so plan
-    takes the FSDP split too. Fails on main (plan: PP 2, micro-batch 4)."""
+    takes the FSDP split too. Fails on main (plan: PP 2, micro-batch 4). After stop 63's refit the first that fits is TP 2 x
+    PP 4 v 8 x DP 4 EP 8 ZeRO-1 at micro-batch 4 (101,133) and the FSDP split 11.5% over it, still beyond the 9.7%
+    margin."""
     row, p = _row_and_plan(capsys, "qwen3-235b-a22b", "b200", 32)
     _same(row, p)
     assert (p["layout"]["pp"], p["layout"]["zero"], p["workload"]["micro_batch"]) == (1, 3, 8)
-    assert round(p["performance"]["train_tokens_per_s"]) == 112_767  # plan's and recommend's figure after stop 62's refit (112,512 with the per-GPU training attention rate, stop 62 bwtrain, shipped constants; 113,171 after stop 61's refit cd9b23fe, 112,829 with Blackwell's BF16 GEMM share at stop 61's mboss; 121,246 after stop 60's refit 96bb4014)
+    assert round(p["performance"]["train_tokens_per_s"]) == 112_799  # plan's and recommend's figure after stop 63's refit (112,767 after stop 62's refit, 112,512 with the per-GPU training attention rate, stop 62 bwtrain, shipped constants; 113,171 after stop 61's refit cd9b23fe, 112,829 with Blackwell's BF16 GEMM share at stop 61's mboss; 121,246 after stop 60's refit 96bb4014)
 
 
 def test_qwen3_30b_on_8_h100_recommends_plans_zero_stage(capsys: pytest.CaptureFixture[str]) -> None:
