@@ -63,8 +63,9 @@ def test_gpustacks_sharegpt_runs_are_bursts_of_the_requests_that_completed() -> 
     the same pages are, and its output tokens a second are over the time the last request finished, not the engine's
     speed when full. Each page prints 'Peak concurrent requests' equal to its successful requests: 1,000, but 984 on
     Qwen3-235B-A22B's H100 page (gpustack/gpustack docs/performance-lab/qwen3-235b-a22b/h100.md, commit 10e9444),
-    whose tokens are those of the 984. Read as the steady state instead, every one of the 11 rows came out further
-    from what was measured (gpt-oss-120b on the A100 as near, both within 5%, since stop 63): GLM-4.5-Air on four H100s +269% against +197% (glm-4.5-air/h100.md, commit 48d8b10: 3,815.71
+    whose tokens are those of the 984. Read as the steady state instead, 10 of the 11 rows came out further from what
+    was measured (gpt-oss-120b on the A100 is the exception since stop 63's refit: -0.5% steady against -7.4% as a
+    burst, both within 10%): GLM-4.5-Air on four H100s +269% against +7.6% (glm-4.5-air/h100.md, commit 48d8b10: 3,815.71
     output tok/s, its highest one-second count 10,558, under the steady state's 14,087)."""
     assert len(SHAREGPT) == 11
     for key, run in SHAREGPT.items():
@@ -73,8 +74,8 @@ def test_gpustacks_sharegpt_runs_are_bursts_of_the_requests_that_completed() -> 
         assert "is_valid_sequence" in run.row["note"] and "sent at time 0" in run.row["note"], key
         steady = replace(run, metric="max_output_tokens_per_s")
         burst_error, steady_error = abs(math.log(predict(run) / run.value)), abs(math.log(predict(steady) / run.value))
-        if key == "VGM-OSS120-A100-SG":  # since stop 63's A100 Marlin rate both readings are within 5% (-3.9%, +3.5%)
-            assert max(burst_error, steady_error) < 0.05, key
+        if key == "VGM-OSS120-A100-SG":  # after stop 63's refit both readings are within 10% (burst -7.4%, steady
+            assert max(burst_error, steady_error) < 0.10, key  # -0.5%): the steady state the nearer, this row only
             continue
         assert burst_error < steady_error, key
 

@@ -86,5 +86,6 @@ def test_the_attention_dp_rows_are_predicted_closer_than_at_the_all_reduce_laten
     # 2 within 25% with the fitted MoE falloff; 4 with TRTLLM-gen's measured one (branch moebackend: DEP4-C64 1k/1k,
     # DEP2-C64 1k/8k and 8k/1k, DEP2-C128 8k/1k); 3 once stop 52 read the experts' share of the weight bytes, not of
     # the parameters (branch byteshare: DEP2-C64 1k/8k +24.2 -> +25.0%); 4 again with TensorRT-LLM's attention-DP
-    # balance (branch oss8k: the ranks' prompts share steps)
-    assert sum(abs(predict(r, cal) / r.value - 1) <= 0.25 for r in rows) == 4
+    # balance (branch oss8k: the ranks' prompts share steps); 5 after stop 63's refit (DEP2-C128 1k/1k +24.9%; the
+    # two still beyond, DEP2-C64 1k/1k +34.3% and DEP2-C128 1k/8k +31.8%)
+    assert sum(abs(predict(r, cal) / r.value - 1) <= 0.25 for r in rows) == 5

@@ -74,14 +74,17 @@ def test_below_one_tile_an_experts_rows_cost_what_the_tile_does() -> None:
 def test_gpt_oss_at_few_users_needs_the_tile_floor() -> None:
     """gpt-oss-120b (top-4 of 128 experts) on vLLM v0.13.0, 4-64 requests in flight on H100, H200 and B200
     (rows IM-OSS-*): within 25% with the 16-row tile floor; without it, each expert's one or two rows were priced at the
-    fitted falloff, and the rows at 4 in flight come out more than 25% too slow."""
+    fitted falloff, and every row comes out more than 20% too slow, 11 of the 14 more than 25%. Until stop 63's refit
+    the rows at 4 in flight were the ones beyond 25%; after it they are the two nearest (H200 at TP 2 and 4: +21% and
+    +22% without the floor, -2.5% and +2.3% with it), the rows at 16 and 64 in flight +24% (B200 at TP 1, 16 in
+    flight) to +58%."""
     cal = calibration()
     rows = _rows("IM-OSS-")
     assert len(rows) >= 12
     assert all(abs(predict(run, cal) / run.value - 1) <= 0.25 for run in rows)
     no_floor = replace(cal, moe_tile_rows=0.0)
-    at_four = [run for run in rows if run.row["concurrency"] == 4]
-    assert at_four and all(predict(run, no_floor) / run.value - 1 > 0.25 for run in at_four)
+    slow = [predict(run, no_floor) / run.value - 1 for run in rows]
+    assert all(error > 0.20 for error in slow) and sum(error > 0.25 for error in slow) == len(rows) - 3
 
 
 @pytest.mark.parametrize("counts", [{"attention": 5.5, "mla_attention": 10, "mlp": 4, "moe": 8, "shared_experts": 3},

@@ -80,11 +80,13 @@ def test_hopper_other_gpus_block_fp8_and_fp4_keep_the_fit() -> None:
 
 def test_a_blackwell_product_step_is_timed_at_its_measured_share() -> None:
     """A compute-bound step (8,192 tokens of Llama 3.1 8B in BF16 on one B200) takes its products' time at the
-    measured share: 0.7715 / 0.665 of the time at the fitted efficiency alone; the same step on H200 is unchanged."""
+    measured share: 0.7715 / 0.665 of the time at the fitted efficiency alone, to within the weights' read that the
+    soft roofline blends in (0.26% at stop 63's roofline_exponent, 1.149; under 0.2% at stop 62's 1.244); the same step
+    on H200 is unchanged."""
     model, cal = load_model("llama-3.1-8b"), calibration()
     setup = ServingSetup(weights_bytes_per_gpu=16e9, kv_bytes_per_sequence_per_gpu=1e6, precision="bf16")
     plain = replace(cal, serve_gemm_peak_share={})
     for gpu, ratio in (("b200", 0.665 / 0.7715), ("h200", 1.0)):
         measured = decode_step(model, get_gpu(gpu), setup, batch=8192, cal=cal).weights_s
         fitted = decode_step(model, get_gpu(gpu), setup, batch=8192, cal=plain).weights_s
-        assert fitted / measured == pytest.approx(ratio, rel=2e-3)
+        assert fitted / measured == pytest.approx(ratio, rel=3e-3)

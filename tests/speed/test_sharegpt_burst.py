@@ -116,17 +116,28 @@ def test_a_cache_that_runs_out_preempts_and_recomputes() -> None:
     assert short > held
 
 
-# the rows outside 25% at the run's mean lengths (benchmarks/hardening/stop61_gpustack.md: +29% to +200%)
-MISSED_AT_THE_MEAN = ("VGA-Q14-SG", "VGM-OSS20-H100-SG", "VGM-Q235-H100-SG", "VGM-GLMA-A100-SG", "TGA-Q14-SG",
-                      "TGA-Q32-SG")
+# the rows outside 25% at the run's mean lengths (benchmarks/hardening/stop61_gpustack.md: +29% to +200%; after
+# stop 63's refit +36% to +73%). TensorRT-LLM's two were among them until that refit, which puts them at +24% and +21%
+# at the mean, within 25% but further than with the drawn lengths (-11% and +4.5%)
+MISSED_AT_THE_MEAN = ("VGA-Q14-SG", "VGM-OSS20-H100-SG", "VGM-Q235-H100-SG", "VGM-GLMA-A100-SG")
+
+
+def _at_mean(run: object) -> object:
+    return replace(run, row={k: v for k, v in run.row.items() if k not in ("dataset", "length_draw")})  # type: ignore
 
 
 @pytest.mark.parametrize("key", MISSED_AT_THE_MEAN)
 def test_the_drawn_lengths_bring_the_row_within_25_percent_and_the_mean_does_not(key: str) -> None:
     run = SHAREGPT[key]
-    at_mean = replace(run, row={k: v for k, v in run.row.items() if k not in ("dataset", "length_draw")})
     assert abs(_error(run, predict(run))) <= 0.25
-    assert abs(_error(run, predict(at_mean))) > 0.25
+    assert abs(_error(run, predict(_at_mean(run)))) > 0.25  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("key", ["TGA-Q14-SG", "TGA-Q32-SG"])
+def test_tensorrt_llms_rows_come_nearer_with_the_drawn_lengths_than_at_the_mean(key: str) -> None:
+    run = SHAREGPT[key]
+    drawn, mean = abs(_error(run, predict(run))), abs(_error(run, predict(_at_mean(run))))  # type: ignore[arg-type]
+    assert drawn < mean - 0.05 and drawn <= 0.25 and mean > 0.15
 
 
 def test_every_sharegpt_row_is_within_25_percent_with_the_drawn_lengths_and_its_start() -> None:
