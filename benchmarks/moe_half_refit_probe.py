@@ -5,27 +5,26 @@ serving rows this is ``--write``'s answer without the other groups' passes (chec
 81.10 and the same five rows crossing as the full refit; on main it returns main's 93.69). To judge
 ``adp_request_bound_group_limits.patch``: ``git apply`` it, then run this.
 
-    PYTHONPATH=src python benchmarks/moe_half_refit_probe.py [--base /work/notes/cal_base.txt]
+    PYTHONPATH=src python benchmarks/moe_half_refit_probe.py --base BEFORE.txt   # BEFORE.txt: `python -m anchorgpu.planner.speed.calibrate > BEFORE.txt`
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import re
 from dataclasses import replace
+
+from _row_errors import golden_log, read_errors
 
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.fitting import _group_rows
 from anchorgpu.planner.speed.runs import load_runs, predict
 
-ROW = re.compile(r"(\S+)\s+(fit|holdout)\s+\S+\s+\S+\s+\S+\s+\S+\s+([+-][\d.]+)%")
-
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--base", default="/work/notes/cal_base.txt")
+    parser.add_argument("--base", required=True, help="a saved `calibrate` report to compare with")
     args = parser.parse_args()
     runs, cal0 = load_runs(), calibration()
     rows = _group_rows(runs, "serve-moe", "cuda")
@@ -38,27 +37,11 @@ def main() -> None:
         c = with_half(h)
         return sum(math.log(predict(r, c) / r.value) ** 2 for r in rows)
 
-    lo, hi, g = math.log(20.0), math.log(400.0), (math.sqrt(5) - 1) / 2  # golden section on log(half)
-    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-    fa, fb = loss(math.exp(a)), loss(math.exp(b))
-    for _ in range(22):
-        if fa < fb:
-            hi, b, fb = b, a, fa
-            a = hi - g * (hi - lo)
-            fa = loss(math.exp(a))
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + g * (hi - lo)
-            fb = loss(math.exp(b))
-    h, shipped = math.exp((lo + hi) / 2), cal0.stacks["cuda"].moe_expert_half_tokens
+    h = golden_log(loss, 20.0, 400.0, 22)  # golden section on log(half)
+    shipped = cal0.stacks["cuda"].moe_expert_half_tokens
     print(f"{len(rows)} MoE serving fit rows; shipped {shipped:.2f} loss {loss(shipped):.4f}; refit {h:.2f} "
           f"loss {loss(h):.4f}")
-    base = {}
-    with open(args.base) as f:
-        for line in f:
-            m = ROW.match(line)
-            if m:
-                base[m.group(1)] = float(m.group(3))
+    base = read_errors(args.base)
     cal, counts = with_half(h), {"fit": [0, 0], "holdout": [0, 0]}
     for run in runs:
         err, before = (predict(run, cal) / run.value - 1) * 100, base[run.id]

@@ -2,7 +2,7 @@
 trtllm-table sets predicted on this tree (``runs.predict``) against a saved ``calibrate`` output (main's errors), with
 the rows that cross 25% and the within-25% counts per role; ``--all`` takes every serving row.
 
-    PYTHONPATH=src python benchmarks/nonmoe63_eval.py [--base /work/notes/cal_base.txt] [--all] [--show PATTERN]
+    PYTHONPATH=src python benchmarks/nonmoe63_eval.py --base BEFORE.txt [--all] [--show PATTERN]
 """
 
 from __future__ import annotations
@@ -10,26 +10,22 @@ from __future__ import annotations
 import argparse
 import re
 
+from _row_errors import read_errors
+
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.runs import load_runs, predict
 
-ROW = re.compile(r"(\S+)\s+(fit|holdout)\s+\S+\s+\S+\s+\S+\s+\S+\s+([+-][\d.]+)%")
 SETS = ("inferencemax", "inferencemax-trt-moe", "trtllm-moe", "trtllm-table")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--base", default="/work/notes/cal_base.txt")
+    parser.add_argument("--base", required=True, help="a saved `calibrate` report to compare with")
     parser.add_argument("--all", action="store_true")
     parser.add_argument("--show", default="")
     parser.add_argument("--save", default="", help="write this tree's errors here (a file --base can read)")
     args = parser.parse_args()
-    base = {}
-    with open(args.base) as f:
-        for line in f:
-            m = ROW.match(line)
-            if m:
-                base[m.group(1)] = float(m.group(3))
+    base = read_errors(args.base)
     saved = []
     cal, counts = calibration(), {"fit": [0, 0, 0], "holdout": [0, 0, 0]}
     for run in load_runs():

@@ -13,8 +13,9 @@ import argparse
 import math
 import re
 import statistics
-from collections.abc import Callable
 from dataclasses import replace
+
+from _row_errors import golden_log, read_errors
 
 from anchorgpu.planner.speed import step_constants
 from anchorgpu.planner.speed.calibration import calibration
@@ -22,24 +23,6 @@ from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.fitting import _group_rows
 from anchorgpu.planner.speed.launches import fuses_norms_into_allreduce, launches_per_layer
 from anchorgpu.planner.speed.runs import Run, load_runs, predict
-
-ROW = re.compile(r"(\S+)\s+(fit|holdout)\s+\S+\s+\S+\s+\S+\s+\S+\s+([+-][\d.]+)%")
-
-
-def _golden(loss: Callable[[float], float], lo: float, hi: float) -> float:
-    lo, hi, g = math.log(lo), math.log(hi), (math.sqrt(5) - 1) / 2
-    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-    fa, fb = loss(math.exp(a)), loss(math.exp(b))
-    for _ in range(18):
-        if fa < fb:
-            hi, b, fb = b, a, fa
-            a = hi - g * (hi - lo)
-            fa = loss(math.exp(a))
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + g * (hi - lo)
-            fb = loss(math.exp(b))
-    return math.exp((lo + hi) / 2)
 
 
 def _refit(cal0: Calibration) -> Calibration:
@@ -59,7 +42,7 @@ def _refit(cal0: Calibration) -> Calibration:
             c = with_(name, v, base)
             return sum(math.log(predict(r, c) / r.value) ** 2 for r in rows)
 
-        v = _golden(loss, lo, hi)
+        v = golden_log(loss, lo, hi, 18)
         print(f"refit {name} on {len(rows)} {group} rows: {getattr(cal0.stacks['cuda'], name):.6g} -> {v:.6g}")
         cal = with_(name, v, cal)
     return cal
@@ -101,12 +84,7 @@ def main() -> None:
         return replace(c, fixed_s=per_step + (c.fixed_s - per_step) * scale)
 
     step_constants._build = patched
-    base = {}
-    with open(args.base) as f:
-        for line in f:
-            m = ROW.match(line)
-            if m:
-                base[m.group(1)] = float(m.group(3))
+    base = read_errors(args.base)
     cal, counts = calibration(), {"fit": [0, 0], "holdout": [0, 0]}
     if args.refit:
         cal = _refit(cal)
