@@ -52,6 +52,7 @@ __all__ = [
     "UnknownModel",
     "did_you_mean",
     "said",
+    "said_joined",
     "said_template",
 ]
 
@@ -124,6 +125,20 @@ def said(template: str, /, **values: object) -> Said:
     """``template.format(**values)`` that remembers ``template`` and ``values`` (see :class:`Said`). The template is
     the catalogue's message id: a string literal, so the extraction finds it."""
     return Said(template, values)
+
+
+def said_joined(parts: Sequence[Said]) -> Said | str:
+    """``parts`` joined by ", ", said clause by clause (a page translates each); "" for none.
+
+    >>> said_joined([said("a"), said("b {n}", n=1), said("c")])
+    'a, b 1, c'
+    """
+    if not parts:
+        return ""
+    joined = parts[-1]
+    for head in reversed(parts[:-1]):
+        joined = said("{head}, {tail}", head=head, tail=joined)
+    return joined
 
 
 def said_template(template: str) -> str:

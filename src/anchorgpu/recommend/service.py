@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
-from functools import reduce
 from typing import Any
 
 import numpy as np
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Catalog, Offering
-from anchorgpu.errors import InvalidWorkload, said
+from anchorgpu.errors import InvalidWorkload, said, said_joined
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.engine_choice import engine_weights_refusal
 from anchorgpu.planner.formats import get_format
@@ -149,7 +148,7 @@ def _uneven_replicas_line(shown: Sequence[RecommendedOption]) -> str | None:
     busiest = sorted({-(-c["concurrency"] // c["dp"]) for _, c in rows})
     return said("Users split unevenly over replicas ({parts}): tok/s/user and TTFT are the busiest replica's ({busiest} "
                 "sequences); tok/s adds each replica's own rate, the lighter ones' at their own pace, as plan "
-                "--concurrency N does for the same layout.", parts=reduce(lambda head, tail: said("{head}, {tail}", head=head, tail=tail), parts),
+                "--concurrency N does for the same layout.", parts=said_joined(parts),
                 busiest=", ".join(f"{b:,}" for b in busiest))
 
 

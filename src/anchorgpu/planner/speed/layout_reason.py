@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import Said, said
+from anchorgpu.errors import Said, said, said_joined
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import Layout, Recompute, Workload
 from anchorgpu.planner.speed.chooser_margin import features, simpler
@@ -50,16 +50,6 @@ class Found:
     plan: Plan
 
 
-def _joined(parts: list[Said]) -> Said | str:
-    """``parts`` joined by ", ", said clause by clause (a page translates each)."""
-    if not parts:
-        return ""
-    joined = parts[-1]
-    for head in reversed(parts[:-1]):
-        joined = said("{head}, {tail}", head=head, tail=joined)
-    return joined
-
-
 def _words(model: ModelSpec, given: Layout, f: Found) -> Said:
     """``TP 1, PP 2 (v 8), CP 1, DP 32, EP 8, ZeRO-1 (distributed optimizer), recompute none, micro-batch 8``."""
     lay = f.lay
@@ -94,7 +84,7 @@ def training_reason(model: ModelSpec, given: Layout, w: Workload, gpu: GpuSpec, 
                                       ("recompute", w.recompute)) if value is not None]
     dropped = features(first.lay) - features(lay)
     why = (said("simpler ({dropped})",
-                dropped=_joined([words for name, words in _FEATURE_WORDS if name in dropped]))
+                dropped=said_joined([words for name, words in _FEATURE_WORDS if name in dropped]))
            if simpler(lay, first.lay)
            else said("beyond the {margin:.1%} the calibration tells two training layouts apart by (calibration.json "
                      "training_layout_margin)", margin=margin))
